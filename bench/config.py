@@ -1,0 +1,101 @@
+"""Run configuration: which dataset, which systems (adapter, mode, limits), trials and where results go.
+
+Loaded from YAML; every problem is reported as ``file: entry: field: message`` with exit code 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from bench.errors import Problem, ValidationFailed
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CONFIG = PROJECT_ROOT / "datasets" / "configs" / "default.yaml"
+DEFAULT_STORE = PROJECT_ROOT / "reports" / "bench.sqlite"
+
+
+class RetryPolicy(BaseModel):
+    """Retries for retryable errors only; exponential backoff, and Retry-After wins when the system sends it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    initial_backoff_s: float = Field(default=0.2, ge=0)
+    max_backoff_s: float = Field(default=5.0, ge=0)
+
+
+class SystemConfig(BaseModel):
+    """One system under test."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    adapter: str
+    mode: Literal["live", "emulated", "local"] = "local"
+    role: Literal["candidate", "reference", "baseline"] = "candidate"
+    concurrency: int = Field(default=4, ge=1, le=512)
+    timeout_s: float = Field(default=30.0, gt=0)
+    retry: RetryPolicy = RetryPolicy()
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunConfig(BaseModel):
+    """A run = dataset + systems + trials."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str = "datasets/voice_golden_expanded.json"
+    trials: int = Field(default=1, ge=1, le=100)
+    systems: list[SystemConfig] = Field(min_length=1)
+    store: str = str(DEFAULT_STORE.relative_to(PROJECT_ROOT))
+    reports_dir: str = "reports"
+    gate_min_pass_rate: float = Field(default=0.95, ge=0, le=1)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _unique_system_ids(self) -> RunConfig:
+        ids = [s.id for s in self.systems]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate system ids: {', '.join(duplicates)}")
+        return self
+
+    def resolve(self, relative: str) -> Path:
+        path = Path(relative)
+        return path if path.is_absolute() else PROJECT_ROOT / path
+
+    def select(self, system_ids: list[str]) -> RunConfig:
+        """A copy restricted to ``system_ids`` (exit 2 naming any unknown id)."""
+        known = {s.id: s for s in self.systems}
+        unknown = [i for i in system_ids if i not in known]
+        if unknown:
+            raise ValidationFailed([Problem("--systems", i, "id", f"unknown system; known: {', '.join(known)}")
+                                    for i in unknown])
+        return self.model_copy(update={"systems": [known[i] for i in system_ids]})
+
+
+def load_config(path: Path | str = DEFAULT_CONFIG) -> RunConfig:
+    name = str(path)
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except FileNotFoundError:
+        raise ValidationFailed([Problem(name, "-", "-", "file not found")]) from None
+    except yaml.YAMLError as exc:
+        raise ValidationFailed([Problem(name, "-", "-", f"invalid YAML: {exc}")]) from None
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            loc = list(error["loc"])
+            entry = "-"
+            if len(loc) >= 2 and loc[0] == "systems" and isinstance(loc[1], int):
+                systems = data.get("systems") or []
+                entry = str(systems[loc[1]].get("id", f"#{loc[1]}")) if isinstance(systems[loc[1]], dict) else "-"
+                loc = loc[2:]
+            problems.append(Problem(name, entry, ".".join(map(str, loc)) or "-", error["msg"]))
+        raise ValidationFailed(problems) from None
