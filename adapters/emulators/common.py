@@ -119,3 +119,17 @@ def chunk_audio(pcm: bytes, chunk_ms: int, sample_rate: int = 24000) -> list[byt
 
 
 OnListening = Callable[[str, int], None]
+
+
+class RunningEmulator:
+    """A started emulator: its base URL, its send stamps, and how to stop it."""
+
+    def __init__(self, url: str, stamps: SendStamps, closer: Callable[[], object]):
+        self.url = url
+        self.stamps = stamps
+        self._closer = closer
+
+    async def close(self) -> None:
+        result = self._closer()
+        if asyncio.iscoroutine(result):
+            await result
