@@ -1,0 +1,1 @@
+"""Plain generic RAG without any framework: the simplest possible baseline (see livekit_baseline for the LiveKit one)."""

@@ -1,0 +1,309 @@
+"""The ``voice-bench`` command line: run, gate, validate, report, score, export, emulate, runs.
+
+Exit codes: 0 success · 2 usage/config/data error · 3 quality gate failed · 4 execution failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import sys
+from pathlib import Path
+
+from bench.config import DEFAULT_CONFIG, PROJECT_ROOT, RunConfig, load_config
+from bench.dataset import GoldenSet, validate_files
+from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_OK, EXIT_USAGE, BenchError, ConfigError
+from bench.store import RunInfo, Store
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits 2 with a one-line message (its default) but never prints a traceback."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _resolve(path: str) -> Path:
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists():
+        return candidate
+    return PROJECT_ROOT / candidate
+
+
+def _store_path(args: argparse.Namespace, config: RunConfig | None = None) -> Path:
+    if getattr(args, "store", None):
+        return Path(args.store)
+    if config is not None:
+        return config.resolve(config.store)
+    return PROJECT_ROOT / "reports" / "bench.sqlite"
+
+
+def _open_store(path: Path, must_exist: bool) -> Store:
+    if must_exist and not path.exists():
+        raise ConfigError(f"{path}: no run store here yet; run `voice-bench run` first or pass --store")
+    return Store(path)
+
+
+def sample_entries(golden: GoldenSet, limit: int | None) -> GoldenSet:
+    """An evenly spread subset of ``limit`` entries (keeps every intent and language represented)."""
+    if not limit or limit >= len(golden.entries):
+        return golden
+    stride = math.ceil(len(golden.entries) / limit)
+    entries = golden.entries[::stride][:limit]
+    return golden.model_copy(update={"entries": entries})
+
+
+def _golden_for_run(run: RunInfo) -> GoldenSet:
+    path = _resolve(run.dataset_path)
+    golden = validate_files([path])[0]
+    if golden.sha256 != run.dataset_sha256:
+        raise ConfigError(f"{path}: the dataset changed since run {run.run_id} was recorded "
+                          f"(sha256 {golden.sha256[:12]} != {run.dataset_sha256[:12]}); re-run to score the new version")
+    return golden
+
+
+def _write_report(store: Store, run_id: str, golden: GoldenSet, reports_dir: Path,
+                  compare: str | None = None) -> Path:
+    from bench.faithfulness import judge_from_env
+    from bench.report import write_report
+
+    paths = write_report(store, run_id, golden, reports_dir / run_id, compare_run_id=compare, judge=judge_from_env())
+    return paths.html
+
+
+# commands ---------------------------------------------------------------------------------------------
+def cmd_run(args: argparse.Namespace) -> int:
+    from bench.runner import build_adapters, run_benchmark
+
+    config = load_config(_resolve(args.config) if args.config else DEFAULT_CONFIG)
+    if args.systems:
+        config = config.select([s.strip() for s in args.systems.split(",") if s.strip()])
+    if args.dataset:
+        config = config.model_copy(update={"dataset": args.dataset})
+    if args.trials:
+        config = config.model_copy(update={"trials": args.trials})
+    golden = validate_files([_resolve(config.dataset)])[0]
+    golden = sample_entries(golden, args.limit)
+    adapters = build_adapters(config)  # configuration errors (exit 2) before anything is recorded
+    store = _open_store(_store_path(args, config), must_exist=False)
+    try:
+        outcome = asyncio.run(run_benchmark(config, golden, store, run_id=args.resume, resume=bool(args.resume),
+                                            progress=not args.no_progress, adapters=adapters))
+        reports_dir = config.resolve(config.reports_dir)
+        full_golden = validate_files([_resolve(config.dataset)])[0]
+        html = _write_report(store, outcome.run_id, full_golden, reports_dir)
+    finally:
+        store.close()
+    print(f"run id: {outcome.run_id}")
+    print(f"turns recorded: {outcome.recorded}" + (f" (resumed; {outcome.skipped_as_done} already done)"
+                                                   if args.resume else ""))
+    print(f"report: {html}")
+    if outcome.execution_failures:
+        detail = ", ".join(f"{k}: {v}" for k, v in outcome.failures_by_system.items() if v)
+        print(f"execution failures: {outcome.execution_failures} ({detail}); every failed turn is recorded with "
+              f"its reason; resume with: voice-bench run --resume {outcome.run_id}", file=sys.stderr)
+        return EXIT_EXECUTION_FAILURE
+    return EXIT_OK
+
+
+def cmd_gate(args: argparse.Namespace) -> int:
+    from bench.gate import evaluate_gate, write_junit
+
+    store = _open_store(_store_path(args), must_exist=True)
+    try:
+        run = store.get_run(args.run)
+        golden = _golden_for_run(run)
+        result = evaluate_gate(store, run.run_id, args.system, golden, args.min_pass_rate)
+        if args.junit:
+            write_junit(Path(args.junit), store, result, golden)
+    finally:
+        store.close()
+    stream = sys.stdout if result.exit_code == EXIT_OK else sys.stderr
+    print(result.message, file=stream)
+    for detail in result.report.failure_details[: args.show]:
+        print(f"  {detail['id']} [{detail['language']}] {'; '.join(detail['reasons'])}", file=stream)
+    if args.junit:
+        print(f"junit: {args.junit}")
+    return result.exit_code
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    loaded = validate_files([_resolve(p) for p in args.paths])
+    for golden in loaded:
+        print(f"{golden.path}: {len(golden.entries)} entries OK (schema {golden.schema_version}, "
+              f"sha256 {golden.sha256[:12]})")
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from bench.report import compare_runs
+
+    store = _open_store(_store_path(args), must_exist=True)
+    try:
+        run = store.get_run(args.run)
+        golden = _golden_for_run(run)
+        other = store.get_run(args.compare).run_id if args.compare else None
+        html = _write_report(store, run.run_id, golden, _resolve(args.reports_dir), compare=other)
+        print(f"report: {html}")
+        if other:
+            regressions = compare_runs(store, other, run.run_id, golden)
+            if not regressions:
+                print(f"no regressions from {other} to {run.run_id}")
+            for reg in regressions:
+                mark = "significant" if reg.significant else "not significant"
+                print(f"REGRESSION {reg.system} {reg.metric}: {reg.before} -> {reg.after} ({mark})")
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from bench.faithfulness import judge_from_env
+    from bench.metrics import summarize_run
+
+    store = _open_store(_store_path(args), must_exist=True)
+    try:
+        run = store.get_run(args.run)
+        golden = _golden_for_run(run)
+        summary = summarize_run(store, run.run_id, golden, judge=judge_from_env())
+    finally:
+        store.close()
+    out = _resolve(args.reports_dir) / run.run_id / "summary.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
+    print(f"summary: {out}")
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from bench.faithfulness import judge_from_env
+    from bench.metrics import summarize_run
+    from bench.prometheus import render
+
+    store = _open_store(_store_path(args), must_exist=True)
+    try:
+        run = store.get_run(args.run)
+        summary = summarize_run(store, run.run_id, _golden_for_run(run), judge=judge_from_env())
+    finally:
+        store.close()
+    text = render(summary)
+    if args.output:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"prometheus: {args.output}")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    store = _open_store(_store_path(args), must_exist=True)
+    try:
+        for run in store.list_runs():
+            systems = ", ".join(s.id + ("[EMULATED]" if s.emulated else "") for s in run.systems)
+            print(f"{run.run_id}  {run.status:<24} {store.count_turns(run.run_id):>6} turns  {systems}")
+    finally:
+        store.close()
+    return EXIT_OK
+
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    from adapters.emulators.common import EmulatorSettings
+    from adapters.emulators.registry import start_emulator
+
+    options = json.loads(args.options) if args.options else {}
+    settings = EmulatorSettings(port=args.port, **options.pop("settings", {}))
+
+    async def serve() -> None:
+        running = await start_emulator(args.vendor, settings, **options)
+        print(f"{args.vendor} emulator (EMULATED) listening on {running.url}", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await running.close()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="voice-bench", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="run the golden set through the configured systems and write the report")
+    run.add_argument("--config", help=f"run config YAML (default {DEFAULT_CONFIG.relative_to(PROJECT_ROOT)})")
+    run.add_argument("--systems", help="comma-separated system ids from the config")
+    run.add_argument("--dataset", help="golden file to use instead of the config's")
+    run.add_argument("--trials", type=int, help="trials per entry")
+    run.add_argument("--limit", type=int, help="run an evenly spread subset of N entries")
+    run.add_argument("--resume", metavar="RUN", help="continue a stored run, skipping turns that succeeded")
+    run.add_argument("--store", help="store file (default from the config)")
+    run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.set_defaults(func=cmd_run)
+
+    gate = sub.add_parser("gate", help="fail (exit 3) when a system's golden pass rate is below the threshold")
+    gate.add_argument("run", nargs="?", default="latest")
+    gate.add_argument("--system", default="inhouse")
+    gate.add_argument("--min-pass-rate", type=float, default=0.95)
+    gate.add_argument("--junit", help="write JUnit XML here (one testcase per golden entry)")
+    gate.add_argument("--show", type=int, default=10, help="failures to print")
+    gate.add_argument("--store")
+    gate.set_defaults(func=cmd_gate)
+
+    validate = sub.add_parser("validate", help="check golden files against the schema and cross-references")
+    validate.add_argument("paths", nargs="+")
+    validate.set_defaults(func=cmd_validate)
+
+    report = sub.add_parser("report", help="re-render a stored run's report; --compare lists regressions")
+    report.add_argument("run", nargs="?", default="latest")
+    report.add_argument("--compare", metavar="OTHER", help="earlier run to compare against")
+    report.add_argument("--reports-dir", default="reports")
+    report.add_argument("--store")
+    report.set_defaults(func=cmd_report)
+
+    score = sub.add_parser("score", help="re-score a stored run without calling any system")
+    score.add_argument("run", nargs="?", default="latest")
+    score.add_argument("--reports-dir", default="reports")
+    score.add_argument("--store")
+    score.set_defaults(func=cmd_score)
+
+    export = sub.add_parser("export", help="export headline figures")
+    export_sub = export.add_subparsers(dest="format", required=True, parser_class=_Parser)
+    prom = export_sub.add_parser("prometheus", help="Prometheus text exposition format")
+    prom.add_argument("run", nargs="?", default="latest")
+    prom.add_argument("--output", "-o")
+    prom.add_argument("--store")
+    prom.set_defaults(func=cmd_export)
+
+    runs = sub.add_parser("runs", help="list stored runs")
+    runs.add_argument("--store")
+    runs.set_defaults(func=cmd_runs)
+
+    emulate = sub.add_parser("emulate", help="serve a vendor emulator on 127.0.0.1 until interrupted")
+    emulate.add_argument("vendor")
+    emulate.add_argument("--port", type=int, default=0)
+    emulate.add_argument("--options", help='JSON: {"settings": {...EmulatorSettings...}, ...emulator options}')
+    emulate.set_defaults(func=cmd_emulate)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except BenchError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("interrupted; every finished turn is in the store", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

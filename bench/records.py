@@ -1,0 +1,51 @@
+"""The per-turn record: everything the runner observed for one (system, entry, trial), as stored.
+
+Scoring and reporting work only from these records, so a stored run can be re-scored without calling any system.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+TurnStatus = Literal["succeeded", "failed"]
+
+
+class TimelineEvent(BaseModel):
+    """One normalized event as the runner stamped it, relative to the end of the user turn (ms)."""
+
+    t_ms: float
+    type: str
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class TurnRecord(BaseModel):
+    run_id: str
+    system_id: str
+    entry_id: str
+    trial: int = 0
+    status: TurnStatus
+    failure_reason: str | None = None
+    attempts: int = 1
+    answer: str = ""
+    conversational_intent: str | None = None
+    target_language: str | None = None
+    self_reported_compliant: bool | None = None
+    retrieved_context: list[str] = Field(default_factory=list)
+    ttft_ms: float | None = None
+    ttfa_ms: float | None = None
+    completion_ms: float | None = None
+    input_text_tokens: int | None = None
+    output_text_tokens: int | None = None
+    input_audio_tokens: int | None = None
+    output_audio_tokens: int | None = None
+    cached_input_tokens: int | None = None
+    input_audio_seconds: float | None = None
+    output_audio_seconds: float | None = None
+    billed_minutes: float | None = None
+    vendor_cost_usd: float | None = None
+    vendor_latency_ms: dict[str, float] = Field(default_factory=dict)
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list)
+    timeline: list[TimelineEvent] = Field(default_factory=list)
+    started_at: str = ""

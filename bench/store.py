@@ -1,0 +1,208 @@
+"""Embedded run store: one SQLite file holding runs and their per-turn records.
+
+Each finished turn is committed in its own transaction, so a killed run keeps everything already recorded and
+can be resumed without repeating paid turns. ``turns_dataframe`` is the public pandas view of a run.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from bench.errors import ConfigError
+from bench.records import TimelineEvent, TurnRecord
+
+STORE_SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    dataset_path TEXT NOT NULL,
+    dataset_sha256 TEXT NOT NULL,
+    trials INTEGER NOT NULL,
+    systems_json TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    harness_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS turns (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    system_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    record_json TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, system_id, entry_id, trial)
+);
+CREATE INDEX IF NOT EXISTS turns_by_run ON turns(run_id, system_id);
+"""
+
+
+class SystemInfo(BaseModel):
+    """How a system took part in a run (recorded so reports can label EMULATED rows and the baseline)."""
+
+    id: str
+    adapter: str
+    mode: str
+    role: str = "candidate"
+    label: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def emulated(self) -> bool:
+        return self.mode == "emulated"
+
+
+class RunInfo(BaseModel):
+    run_id: str
+    created_at: str
+    finished_at: str | None
+    status: str
+    dataset_path: str
+    dataset_sha256: str
+    trials: int
+    systems: list[SystemInfo]
+    config: dict[str, Any]
+    harness_version: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Store:
+    """A SQLite-backed store. Safe to share between asyncio tasks of one process (a lock guards writes)."""
+
+    def __init__(self, path: Path | str):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(_SCHEMA)
+        row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
+            self._conn.commit()
+        elif int(row[0]) != STORE_SCHEMA_VERSION:
+            raise ConfigError(f"{self.path}: store schema version {row[0]} is not supported "
+                              f"(this harness reads version {STORE_SCHEMA_VERSION})")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # runs -------------------------------------------------------------------------------------------
+    def create_run(self, info: RunInfo) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (info.run_id, info.created_at, info.finished_at, info.status, info.dataset_path,
+                 info.dataset_sha256, info.trials, json.dumps([s.model_dump() for s in info.systems]),
+                 json.dumps(info.config), info.harness_version),
+            )
+            self._conn.commit()
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self._lock:
+            self._conn.execute("UPDATE runs SET status=?, finished_at=? WHERE run_id=?", (status, _now(), run_id))
+            self._conn.commit()
+
+    def _run_from_row(self, row: tuple) -> RunInfo:
+        return RunInfo(
+            run_id=row[0], created_at=row[1], finished_at=row[2], status=row[3], dataset_path=row[4],
+            dataset_sha256=row[5], trials=row[6], systems=[SystemInfo(**s) for s in json.loads(row[7])],
+            config=json.loads(row[8]), harness_version=row[9],
+        )
+
+    def get_run(self, run_id: str) -> RunInfo:
+        """A run by id, or the newest for ``latest`` (exit 2 naming the store when absent)."""
+        if run_id == "latest":
+            row = self._conn.execute("SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
+        else:
+            row = self._conn.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is None:
+            raise ConfigError(f"{self.path}: no run {run_id!r} in the store")
+        return self._run_from_row(row)
+
+    def list_runs(self) -> list[RunInfo]:
+        rows = self._conn.execute("SELECT * FROM runs ORDER BY created_at, rowid").fetchall()
+        return [self._run_from_row(r) for r in rows]
+
+    # turns ------------------------------------------------------------------------------------------
+    def record_turn(self, record: TurnRecord) -> None:
+        """Commit one finished turn (replaces an earlier failed attempt of the same key on resume)."""
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?)",
+                (record.run_id, record.system_id, record.entry_id, record.trial, record.status,
+                 record.model_dump_json(), _now()),
+            )
+            self._conn.commit()
+
+    def turns(self, run_id: str, system_id: str | None = None) -> list[TurnRecord]:
+        query = "SELECT record_json FROM turns WHERE run_id=?"
+        args: tuple = (run_id,)
+        if system_id is not None:
+            query += " AND system_id=?"
+            args = (run_id, system_id)
+        rows = self._conn.execute(query + " ORDER BY system_id, entry_id, trial", args).fetchall()
+        return [TurnRecord.model_validate_json(r[0]) for r in rows]
+
+    def completed_keys(self, run_id: str) -> set[tuple[str, str, int]]:
+        """(system, entry, trial) keys that already succeeded — skipped when a run is resumed."""
+        rows = self._conn.execute(
+            "SELECT system_id, entry_id, trial FROM turns WHERE run_id=? AND status='succeeded'", (run_id,)
+        ).fetchall()
+        return {(r[0], r[1], int(r[2])) for r in rows}
+
+    def count_turns(self, run_id: str) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM turns WHERE run_id=?", (run_id,)).fetchone()[0])
+
+
+_TURN_COLUMNS_DROPPED = ("timeline", "retrieved_context", "tool_calls", "vendor_latency_ms")
+
+
+def turns_dataframe(store: Store | Path | str, run_id: str = "latest") -> pd.DataFrame:
+    """The turns of a run as a DataFrame: one row per (system, entry, trial), raw observations only.
+
+    Vendor-reported latencies are expanded into ``vendor_latency.<name>`` columns; the event timeline,
+    retrieved context and tool calls are kept as Python objects in their own columns.
+    """
+    own = not isinstance(store, Store)
+    db = Store(store) if own else store
+    try:
+        run = db.get_run(run_id)
+        records = db.turns(run.run_id)
+    finally:
+        if own:
+            db.close()
+    modes = {s.id: s.mode for s in run.systems}
+    rows = []
+    for record in records:
+        row = record.model_dump()
+        row["mode"] = modes.get(record.system_id, "unknown")
+        row["emulated"] = row["mode"] == "emulated"
+        for name, value in record.vendor_latency_ms.items():
+            row[f"vendor_latency.{name}"] = value
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        frame = pd.DataFrame(columns=[*TurnRecord.model_fields, "mode", "emulated"])
+    return frame
+
+
+def timeline_from_json(items: list[dict]) -> list[TimelineEvent]:
+    return [TimelineEvent(**item) for item in items]
