@@ -4,6 +4,7 @@ Retry-After parsing, PCM16 resampling and the emulated-mode emulator handle.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -146,7 +147,9 @@ def render_template(template: Any, values: dict[str, Any]) -> Any:
                 return values[whole.group(1)]
             return template.format_map(values)
         except (KeyError, IndexError, ValueError) as exc:
-            raise ConfigError(f"template {template!r}: unknown placeholder {exc}; known: {', '.join(values)}") from None
+            raise ConfigError(
+                f"template {template!r}: unknown placeholder {exc}; known: {', '.join(values)}"
+            ) from None
     return template
 
 
@@ -262,6 +265,81 @@ def frames(pcm: bytes, frame_ms: int, sample_rate: int) -> list[bytes]:
     return [pcm[i : i + step] for i in range(0, len(pcm), step)]
 
 
+async def send_audio_frames(ws: Any, pcm: bytes, frame_ms: int, sample_rate: int, pace: bool) -> None:
+    """Send PCM16 as binary frames: in real time (drift-free) when ``pace``, else back to back while yielding
+    to the event loop between frames so other sessions' events are not held up by a long send burst."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    frame_s = frame_ms / 1000
+    for index, frame in enumerate(frames(pcm, frame_ms, sample_rate)):
+        await ws.send(frame)
+        delay = start + (index + 1) * frame_s - loop.time() if pace else 0.0
+        await asyncio.sleep(max(0.0, delay))
+
+
+@functools.lru_cache(maxsize=64)
+def websocket_proxy(url: str) -> str | None:
+    """The proxy websockets would pick for ``url`` from the environment, looked up once per URL (websockets
+    scans the whole environment on every connect otherwise)."""
+    from websockets.uri import get_proxy, parse_uri
+
+    return get_proxy(parse_uri(url))
+
+
+class RecvWatchdog:
+    """Stall detection for a receive loop that costs one assignment per message.
+
+    ``asyncio.timeout`` around every ``recv`` arms and cancels a timer per frame; this arms one timer per idle
+    period instead. When no frame arrived for ``idle_s`` while the loop was waiting in ``recv``, it aborts the
+    connection (so ``recv`` raises) and sets ``fired``; the caller turns that into a stall error.
+    """
+
+    def __init__(self, ws: Any, idle_s: float):
+        import asyncio
+
+        self.ws = ws
+        self.idle_s = idle_s
+        self.loop = asyncio.get_running_loop()
+        self.last = self.loop.time()
+        self.waiting = False
+        self.fired = False
+        self._handle = self.loop.call_at(self.last + idle_s, self._check)
+
+    def _check(self) -> None:
+        now = self.loop.time()
+        if self.waiting and now - self.last >= self.idle_s:
+            self.fired = True
+            self.ws.transport.abort()
+            return
+        self._handle = self.loop.call_at(max(now, self.last) + self.idle_s, self._check)
+
+    async def recv(self) -> Any:
+        self.waiting = True
+        try:
+            return await self.ws.recv()
+        finally:
+            self.waiting = False
+            self.last = self.loop.time()
+
+    def cancel(self) -> None:
+        self._handle.cancel()
+
+
+async def close_quietly(ws: Any) -> None:
+    """Close a websockets client connection, best effort (abort when already broken or slow to close)."""
+    import asyncio
+
+    if ws.transport.is_closing():
+        ws.transport.abort()
+        return
+    try:
+        await asyncio.wait_for(ws.close(), timeout=2.0)
+    except Exception:  # closing is best effort
+        ws.transport.abort()
+
+
 # ------------------------------------------------------------------------------------------- emulator
 
 
@@ -275,7 +353,9 @@ def split_emulator_options(options: EndpointOptions) -> tuple[EmulatorSettings, 
         merged["faults"] = options.faults
     if options.brain is not None:
         merged["brain"] = options.brain
-    settings = EmulatorSettings.model_validate({k: v for k, v in merged.items() if k in _EMULATOR_SETTINGS_KEYS})
+    settings = EmulatorSettings.model_validate(
+        {k: v for k, v in merged.items() if k in _EMULATOR_SETTINGS_KEYS}
+    )
     extra = {k: v for k, v in merged.items() if k not in _EMULATOR_SETTINGS_KEYS}
     return settings, extra
 

@@ -4,8 +4,8 @@ Three protocols:
 - **evaluator** (seed 000, WebSocket): client ``evaluator.init`` → binary PCM16 frames (or a text item) →
   ``input_audio_buffer.commit`` → ``response.create``; server answers with realtime-style events (GA and beta
   names both accepted).
-- **pcm** (WebSocket): client JSON ``start`` → binary PCM16 → JSON ``end`` (or JSON ``text``); server sends binary
-  PCM16 and JSON ``transcript`` / ``tool_call`` / ``end`` / ``error`` control messages.
+- **pcm** (WebSocket): client JSON ``start`` → binary PCM16 → JSON ``end`` (or JSON ``text``); server sends
+  binary PCM16 and JSON ``transcript`` / ``tool_call`` / ``end`` / ``error`` control messages.
 - **http**: one JSON POST, one JSON answer.
 
 Server models ignore unknown fields (``extra="allow"``) so an endpoint may send more than we read.
@@ -39,7 +39,8 @@ class InitRequest(_Wire):
     language: str | None = None
     audio_format: AudioFormat = AudioFormat()
     transcript_hint: str | None = Field(
-        default=None, description="reference text of the user audio; sent to emulators only (they have no ASR)"
+        default=None,
+        description="reference text of the user audio; sent to emulators only (they have no ASR)",
     )
 
 
@@ -69,7 +70,7 @@ class UserMessageItem(_Wire):
 
 
 class ConversationItemCreate(_Wire):
-    """The default text-turn message (realtime-style); the adapter's ``text_message`` template may replace it."""
+    """The default text-turn message (realtime-style); the adapter's ``text_message`` template may differ."""
 
     type: Literal["conversation.item.create"] = "conversation.item.create"
     item: UserMessageItem
@@ -166,7 +167,8 @@ class ResponseBody(_Wire):
     status_details: dict[str, Any] | None = None
     usage: RealtimeUsage | None = None
     metadata: dict[str, Any] | None = Field(
-        default=None, description="optional routing labels: conversational_intent, target_language, retrieved_context"
+        default=None,
+        description="optional routing labels: conversational_intent, target_language, retrieved_context",
     )
 
 
@@ -188,13 +190,31 @@ class ServerError(_Wire):
 
 
 ServerEvent = (
-    ResponseCreated | OutputAudioDelta | OutputAudioDone | OutputTextDelta | OutputTranscriptDone | OutputTextDone
-    | FunctionCallArgumentsDone | InputAudioTranscriptionCompleted | ResponseDone | ServerError
+    ResponseCreated
+    | OutputAudioDelta
+    | OutputAudioDone
+    | OutputTextDelta
+    | OutputTranscriptDone
+    | OutputTextDone
+    | FunctionCallArgumentsDone
+    | InputAudioTranscriptionCompleted
+    | ResponseDone
+    | ServerError
 )
 
 SERVER_EVENTS: dict[str, type[BaseModel]] = {}
-for _model in (ResponseCreated, OutputAudioDelta, OutputAudioDone, OutputTextDelta, OutputTranscriptDone,
-               OutputTextDone, FunctionCallArgumentsDone, InputAudioTranscriptionCompleted, ResponseDone, ServerError):
+for _model in (
+    ResponseCreated,
+    OutputAudioDelta,
+    OutputAudioDone,
+    OutputTextDelta,
+    OutputTranscriptDone,
+    OutputTextDone,
+    FunctionCallArgumentsDone,
+    InputAudioTranscriptionCompleted,
+    ResponseDone,
+    ServerError,
+):
     for _name in _model.model_fields["type"].annotation.__args__:  # type: ignore[union-attr]
         SERVER_EVENTS[_name] = _model
 
@@ -329,8 +349,9 @@ DEFAULT_HTTP_BODY: dict[str, Any] = {"text": "{text}", "language": "{language}",
 
 
 class StampsReport(_Wire):
-    """``GET /stamps`` on the emulator: its send stamps (``time.monotonic()`` of the emulator process, which on
-    Linux is the same clock as every other process's) keyed by session id (``<session>#<n>`` for later turns)."""
+    """``GET /stamps`` on the emulator: its send stamps (``time.monotonic()`` of the emulator process, which
+    on Linux is the same clock as every other process's), keyed by turn key (session id, ``<session>#<n>``
+    for later turns of a session)."""
 
     clock: Literal["time.monotonic"] = "time.monotonic"
     first_text: dict[str, float] = Field(default_factory=dict)

@@ -1,18 +1,20 @@
-"""OpenAI Realtime wire events: one pydantic model per client / server event, GA names with their beta aliases.
+"""OpenAI Realtime wire events: one pydantic model per client / server event, GA names with their beta
+aliases.
 
-Checked against openai-python 3.57 (``openai/types/realtime/*`` for GA, ``openai/types/beta/realtime/*`` for the
-beta interface). GA renamed ``response.audio.*`` → ``response.output_audio.*``, ``response.audio_transcript.*`` →
-``response.output_audio_transcript.*`` and ``response.text.*`` → ``response.output_text.*``, and replaced the beta
-``conversation.item.created`` by ``conversation.item.added`` + ``conversation.item.done``. A model whose ``type``
-literal lists two names accepts both; ``SERVER_EVENTS`` maps every wire name to its model, and ``wire_name``
-gives the name to emit for either interface. Models allow extra fields so that a newer server never breaks a turn.
+Checked against openai-python 3.57 (``openai/types/realtime/*`` for GA, ``openai/types/beta/realtime/*`` for
+the beta interface). GA renamed ``response.audio.*`` → ``response.output_audio.*``,
+``response.audio_transcript.*`` → ``response.output_audio_transcript.*`` and ``response.text.*`` →
+``response.output_text.*``, and replaced the beta ``conversation.item.created`` by ``conversation.item.added``
++ ``conversation.item.done``. A model whose ``type`` literal lists two names accepts both; ``SERVER_EVENTS``
+maps every wire name to its model, and ``wire_name`` gives the name to emit for either interface. Models allow
+extra fields so that a newer server never breaks a turn.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -49,7 +51,7 @@ class WireModel(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-# ---------------------------------------------------------------------------------------------- shared objects
+# ------------------------------------------------------------ shared objects
 class FunctionTool(WireModel):
     type: Literal["function"] = "function"
     name: str
@@ -134,7 +136,7 @@ class RateLimit(WireModel):
     reset_seconds: float | None = None
 
 
-# ---------------------------------------------------------------------------------------------- client events
+# ------------------------------------------------------------ client events
 class ClientEvent(WireModel):
     event_id: str | None = None
 
@@ -176,12 +178,17 @@ class ResponseCancel(ClientEvent):
 
 
 CLIENT_EVENT_MODELS: tuple[type[ClientEvent], ...] = (
-    SessionUpdate, ConversationItemCreate, InputAudioBufferAppend, InputAudioBufferCommit, InputAudioBufferClear,
-    ResponseCreate, ResponseCancel,
+    SessionUpdate,
+    ConversationItemCreate,
+    InputAudioBufferAppend,
+    InputAudioBufferCommit,
+    InputAudioBufferClear,
+    ResponseCreate,
+    ResponseCancel,
 )
 
 
-# ---------------------------------------------------------------------------------------------- server events
+# ------------------------------------------------------------ server events
 class ServerEvent(WireModel):
     event_id: str = Field(default_factory=lambda: new_id("event"))
 
@@ -353,12 +360,31 @@ class UnknownServerEvent(WireModel):
 
 
 SERVER_EVENT_MODELS: tuple[type[ServerEvent], ...] = (
-    ErrorEvent, SessionCreated, SessionUpdated, ConversationItemAdded, ConversationItemDone,
-    InputAudioBufferCommitted, InputAudioBufferCleared, InputAudioBufferSpeechStarted, InputAudioBufferSpeechStopped,
-    InputAudioTranscriptionCompleted, ResponseCreated, ResponseDone, ResponseOutputItemAdded, ResponseOutputItemDone,
-    ResponseContentPartAdded, ResponseContentPartDone, ResponseOutputTextDelta, ResponseOutputTextDone,
-    ResponseOutputAudioTranscriptDelta, ResponseOutputAudioTranscriptDone, ResponseOutputAudioDelta,
-    ResponseOutputAudioDone, ResponseFunctionCallArgumentsDelta, ResponseFunctionCallArgumentsDone, RateLimitsUpdated,
+    ErrorEvent,
+    SessionCreated,
+    SessionUpdated,
+    ConversationItemAdded,
+    ConversationItemDone,
+    InputAudioBufferCommitted,
+    InputAudioBufferCleared,
+    InputAudioBufferSpeechStarted,
+    InputAudioBufferSpeechStopped,
+    InputAudioTranscriptionCompleted,
+    ResponseCreated,
+    ResponseDone,
+    ResponseOutputItemAdded,
+    ResponseOutputItemDone,
+    ResponseContentPartAdded,
+    ResponseContentPartDone,
+    ResponseOutputTextDelta,
+    ResponseOutputTextDone,
+    ResponseOutputAudioTranscriptDelta,
+    ResponseOutputAudioTranscriptDone,
+    ResponseOutputAudioDelta,
+    ResponseOutputAudioDone,
+    ResponseFunctionCallArgumentsDelta,
+    ResponseFunctionCallArgumentsDone,
+    RateLimitsUpdated,
 )
 
 
@@ -367,10 +393,12 @@ def _type_names(model: type[BaseModel]) -> tuple[str, ...]:
 
 
 #: every wire name (GA and beta) → its model
-SERVER_EVENTS: dict[str, type[ServerEvent]] = {name: m for m in SERVER_EVENT_MODELS for name in _type_names(m)}
-CLIENT_EVENTS: dict[str, type[ClientEvent]] = {name: m for m in CLIENT_EVENT_MODELS for name in _type_names(m)}
-
-AnyServerEvent = Annotated[ServerEvent | UnknownServerEvent, Field(union_mode="left_to_right")]
+SERVER_EVENTS: dict[str, type[ServerEvent]] = {
+    name: m for m in SERVER_EVENT_MODELS for name in _type_names(m)
+}
+CLIENT_EVENTS: dict[str, type[ClientEvent]] = {
+    name: m for m in CLIENT_EVENT_MODELS for name in _type_names(m)
+}
 
 
 class MalformedEvent(ValueError):
@@ -391,13 +419,15 @@ def _load(raw: str | bytes | dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_server_event(raw: str | bytes | dict[str, Any]) -> ServerEvent | UnknownServerEvent:
-    """Parse one server frame; unknown types become ``UnknownServerEvent``; bad frames raise ``MalformedEvent``."""
+    """Parse one server frame: unknown types → ``UnknownServerEvent``, bad frames → ``MalformedEvent``."""
     data = _load(raw)
     model = SERVER_EVENTS.get(data["type"])
     try:
         return model.model_validate(data) if model else UnknownServerEvent.model_validate(data)
     except ValidationError as exc:
-        raise MalformedEvent(f"{data['type']}: {exc.error_count()} invalid field(s): {exc.errors()[0]['msg']}") from exc
+        raise MalformedEvent(
+            f"{data['type']}: {exc.error_count()} invalid field(s): {exc.errors()[0]['msg']}"
+        ) from exc
 
 
 def parse_client_event(raw: str | bytes | dict[str, Any]) -> ClientEvent | None:

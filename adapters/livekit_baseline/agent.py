@@ -1,0 +1,123 @@
+"""The lowest-effort LiveKit agent: one generic knowledge-base tool, the OpenAI LLM plugin, nothing else.
+
+This module imports ``livekit.agents`` at import time; ``adapters.livekit_baseline.adapter`` imports it
+lazily.
+The agent is what a team gets from the LiveKit cookbook in an afternoon: a generic instruction, a
+``lookup_knowledge_base(query)`` tool returning the top-k BM25 passages verbatim, no voice shaping, no intent
+routing, no refusal logic. ``llm_node`` is wrapped only to observe the LLM stream (text deltas, tool calls,
+usage) as chunks arrive; nothing is changed on the way through.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, Callable
+from typing import Any
+
+from livekit.agents import Agent, ChatContext, ModelSettings, RunContext, function_tool, llm
+
+from adapters.base import NormalizedEvent, TextDelta, ToolCall, ToolResult
+from bench.knowledge import KnowledgeBase
+
+GENERIC_INSTRUCTIONS = (
+    "You are a helpful assistant for Sint-Aldegonde Hospital. "
+    "Use the lookup_knowledge_base tool to find information before answering the user's question."
+)
+PASSAGE_SEPARATOR = "\n\n---\n\n"
+
+
+class TurnObserver:
+    """Collects what one turn's agent does, pushing normalized events to ``emit`` as they happen."""
+
+    def __init__(self, emit: Callable[[NormalizedEvent], None]):
+        self._emit = emit
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cached_tokens = 0
+        self.usage_seen = False
+        self.retrieved_context: list[str] = []
+        self.text_parts: list[str] = []
+
+    def on_chunk(self, chunk: Any) -> None:
+        if isinstance(chunk, str):
+            self._text(chunk)
+            return
+        if not isinstance(chunk, llm.ChatChunk):
+            return
+        if chunk.delta is not None:
+            for call in chunk.delta.tool_calls or []:
+                self._emit(
+                    ToolCall(call_id=call.call_id, name=call.name, arguments=_arguments(call.arguments))
+                )
+            if chunk.delta.content:
+                self._text(chunk.delta.content)
+        if chunk.usage is not None:
+            self.usage_seen = True
+            self.prompt_tokens += chunk.usage.prompt_tokens
+            self.completion_tokens += chunk.usage.completion_tokens
+            self.cached_tokens += chunk.usage.prompt_cached_tokens
+
+    def on_tool_result(self, call_id: str, output: str, passages: list[str]) -> None:
+        self.retrieved_context.extend(passages)
+        self._emit(ToolResult(call_id=call_id, output=output))
+
+    def _text(self, text: str) -> None:
+        self.text_parts.append(text)
+        self._emit(TextDelta(text=text))
+
+
+class BaselineAgent(Agent):
+    """Generic cookbook RAG agent with a single knowledge-base lookup tool."""
+
+    def __init__(
+        self,
+        *,
+        knowledge_base: KnowledgeBase,
+        observer: TurnObserver,
+        top_k: int = 3,
+        instructions: str = GENERIC_INSTRUCTIONS,
+        chat_ctx: ChatContext | None = None,
+    ):
+        super().__init__(instructions=instructions, chat_ctx=chat_ctx)
+        self._kb = knowledge_base
+        self._observer = observer
+        self._top_k = top_k
+
+    @function_tool
+    async def lookup_knowledge_base(self, context: RunContext, query: str) -> str:
+        """Search the hospital knowledge base and return the most relevant passages.
+
+        Args:
+            query: what to search for
+        """
+        passages = [p.document.body for p in self._kb.search(query, k=self._top_k)]
+        output = PASSAGE_SEPARATOR.join(passages) if passages else "No matching passages."
+        self._observer.on_tool_result(context.function_call.call_id, output, passages)
+        return output
+
+    async def llm_node(
+        self, chat_ctx: ChatContext, tools: list[llm.Tool], model_settings: ModelSettings
+    ) -> AsyncIterable[llm.ChatChunk | str]:
+        async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
+            self._observer.on_chunk(chunk)
+            yield chunk
+
+
+def history_context(history: list[dict[str, str]]) -> ChatContext | None:
+    """Earlier turns (``[{"role", "content"}]``) as a LiveKit chat context."""
+    if not history:
+        return None
+    context = ChatContext.empty()
+    for message in history:
+        role = message.get("role", "user")
+        if role in ("user", "assistant") and message.get("content"):
+            context.add_message(role=role, content=message["content"])
+    return context
+
+
+def _arguments(raw: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {"_raw": raw}
+    return parsed if isinstance(parsed, dict) else {"_value": parsed}

@@ -1,0 +1,440 @@
+"""Timing benchmark of the harness itself: how precisely does it measure TTFA under concurrency?
+
+The ``evaluator-websocket`` emulator runs in ANOTHER PROCESS (a subprocess of this one) with a fixed
+first-audio delay (log-normal sigma 0). N concurrent sessions run turns through the real generic WebSocket
+adapter code path (``adapters.generic.websocket``: evaluator.init, binary PCM16 frames, commit,
+response.create, realtime-style events back; a fresh connection per turn), and every normalized event is
+stamped with ``time.monotonic()`` the moment the adapter yields it, as the runner does.
+
+The emulator stamps ``time.monotonic()`` right after it writes each response's first audio frame, next to the
+time that frame was scheduled for. After all levels the benchmark reads those stamps through the emulator's
+side channel (``GET /stamps`` on the same port, a ``StampsReport``; the protocol frames stay untouched) and
+joins them with its own by session id. On Linux ``time.monotonic()`` is CLOCK_MONOTONIC, one clock for every
+process, so the two stamps are directly comparable.
+
+Figures per N:
+- harness measurement error = harness stamp of the first AudioDelta − emulator send stamp of that frame
+  (p50 / p99 / max, ms): loopback delivery + wake-up + event-loop queueing + websockets parsing + adapter;
+- emulator lateness = emulator send stamp − its schedule (p50 / p99, ms): the emulator's own jitter, which
+  shifts the measured TTFA but is not the harness's error.
+
+Workload per session (defaults): turns back to back, each = 1 s of user audio sent unpaced, first audio
+200 ms after ``response.create``, 1.5 s of answer audio paced in real time in 40 ms chunks, then a 0.5-1 s
+pause (the caller speaking); sessions start at random offsets within one turn so all N overlap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+QUESTION = "What are the visiting hours?"
+ANSWER = (
+    "Visiting hours are every day from two to eight in the afternoon, with at most two visitors per patient."
+)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What each session does; the same for every concurrency level."""
+
+    first_token_ms: float = 150.0
+    first_audio_extra_ms: float = 50.0
+    answer_audio_ms: int = 1500
+    chunk_ms: int = 40
+    pacing: float = 1.0
+    user_audio_ms: int = 1000
+    think_min_s: float = 0.5
+    think_max_s: float = 1.0
+
+    @property
+    def first_audio_ms(self) -> float:
+        return self.first_token_ms + self.first_audio_extra_ms
+
+    @property
+    def turn_s(self) -> float:
+        answer = self.answer_audio_ms * self.pacing / 1000
+        return self.first_audio_ms / 1000 + answer + (self.think_min_s + self.think_max_s) / 2
+
+
+@dataclass
+class TurnRecord:
+    """One turn as the benchmark's runner loop saw it."""
+
+    key: str
+    sent: float | None = None
+    first_audio: float | None = None
+    done: float | None = None
+    error: str | None = None
+    events: list[tuple[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class LevelResult:
+    sessions: int
+    records: list[TurnRecord]
+    wall_s: float
+    cpu_s: float
+    emulator_cpu_s: float
+    machine_cpu_s: float
+
+
+def _busy_cpu_s() -> float:
+    """CPU seconds used by every process on the machine (/proc/stat, all cores, idle and iowait excluded)."""
+    try:
+        values = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return math.nan
+    return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+class EmulatorProcess:
+    """The evaluator-websocket emulator in a child process; its URL is read from its first output line."""
+
+    def __init__(self, settings: dict[str, Any], options: dict[str, Any], freeze_gc: bool = False):
+        self.command = [
+            sys.executable,
+            "-m",
+            "adapters.emulators.evaluator_websocket",
+            "--settings",
+            json.dumps(settings),
+            "--options",
+            json.dumps(options),
+            *(["--gc-freeze"] if freeze_gc else []),
+        ]
+        self.process: subprocess.Popen[str] | None = None
+        self.url = ""
+
+    def __enter__(self) -> EmulatorProcess:
+        self.process = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("LISTENING "):
+            self.__exit__()
+            raise RuntimeError(f"emulator did not start (got {line!r})")
+        self.url = line.split(" ", 1)[1]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def cpu_s(self) -> float:
+        """CPU seconds the emulator process has used so far (Linux /proc)."""
+        assert self.process is not None
+        try:
+            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return math.nan
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def stamps(self) -> Any:
+        import httpx
+
+        from adapters.generic.wire import StampsReport
+
+        http_url = self.url.replace("ws://", "http://", 1) + "/stamps"
+        return StampsReport.model_validate_json(httpx.get(http_url, timeout=30).content)
+
+
+async def _session(
+    adapter: Any,
+    level: int,
+    index: int,
+    turns: int,
+    start_delay: float,
+    workload: Workload,
+    audio: bytes,
+    rng: random.Random,
+    records: list[TurnRecord],
+) -> None:
+    from adapters.base import AdapterError, TurnInput
+
+    await asyncio.sleep(start_delay)
+    for turn_index in range(turns):
+        key = f"n{level}-s{index}-t{turn_index}"
+        record = TurnRecord(key=key)
+        records.append(record)
+        turn = TurnInput(entry_id=key, conversation_id=key, text=QUESTION, language="en", audio_pcm16=audio)
+        try:
+            async for event in adapter.run_turn(turn):
+                stamp = time.monotonic()  # runner-style: stamp the moment the event is yielded
+                record.events.append((event.type, stamp))
+                if event.type == "user_turn_sent":
+                    record.sent = stamp
+                elif event.type == "audio_delta" and record.first_audio is None:
+                    record.first_audio = stamp
+                elif event.type == "turn_done":
+                    record.done = stamp
+        except AdapterError as exc:
+            record.error = f"{exc.code}: {exc}"
+        if turn_index + 1 < turns:
+            await asyncio.sleep(rng.uniform(workload.think_min_s, workload.think_max_s))
+
+
+async def run_level(
+    url: str,
+    adapter_name: str,
+    sessions: int,
+    turns: int,
+    workload: Workload,
+    seed: int,
+    gc_mode: str = "default",
+    emulator_cpu: Callable[[], float] = lambda: math.nan,
+) -> LevelResult:
+    """N concurrent sessions of ``turns`` turns each against the emulator at ``url``."""
+    from adapters.emulators.common import pcm16_silence_tone
+    from adapters.registry import create_adapter
+    from bench.config import SystemConfig
+
+    options: dict[str, Any] = {
+        "url": url + ("/pcm" if adapter_name == "pcm_websocket" else ""),
+        "send_transcript_hint": True,
+        "receive_timeout_s": 30,
+    }
+    system = SystemConfig(
+        id=f"timing-{adapter_name}",
+        adapter=adapter_name,
+        mode="local",
+        timeout_s=60,
+        concurrency=max(1, min(sessions, 512)),
+        options=options,
+    )
+    adapter = create_adapter(system)
+    await adapter.start()
+    audio = pcm16_silence_tone(workload.user_audio_ms)
+    rng = random.Random(seed * 1_000_003 + sessions)
+    records: list[TurnRecord] = []
+    if gc_mode == "freeze":
+        gc.collect()
+        gc.freeze()  # long-lived objects (modules, adapter) leave the collector's view: short pauses only
+    started, cpu_started = time.monotonic(), time.process_time()
+    emulator_started, machine_started = emulator_cpu(), _busy_cpu_s()
+    try:
+        await asyncio.gather(
+            *(
+                _session(
+                    adapter,
+                    sessions,
+                    i,
+                    turns,
+                    rng.uniform(0, workload.turn_s) if sessions > 1 else 0.0,
+                    workload,
+                    audio,
+                    random.Random(seed * 7919 + i),
+                    records,
+                )
+                for i in range(sessions)
+            )
+        )
+    finally:
+        wall_s, cpu_s = time.monotonic() - started, time.process_time() - cpu_started
+        emulator_s, machine_s = emulator_cpu() - emulator_started, _busy_cpu_s() - machine_started
+        await adapter.close()
+    return LevelResult(sessions, records, wall_s, cpu_s, emulator_s, machine_s)
+
+
+def _run(coro: Any) -> Any:
+    try:
+        import uvloop  # used only if already installed; not a dependency
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+def _loop_name() -> str:
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio (uvloop not installed)"
+    return "uvloop"
+
+
+def summarize(level: LevelResult, stamps: Any) -> dict[str, Any]:
+    errors, lateness, ttfa = [], [], []
+    missing = 0
+    for record in level.records:
+        if record.error or record.first_audio is None:
+            continue
+        sent = stamps.first_audio.get(record.key)
+        scheduled = stamps.scheduled_first_audio.get(record.key)
+        if sent is None or scheduled is None:
+            missing += 1
+            continue
+        errors.append((record.first_audio - sent) * 1000)
+        lateness.append((sent - scheduled) * 1000)
+        if record.sent is not None:
+            ttfa.append((record.first_audio - record.sent) * 1000)
+    return {
+        "sessions": level.sessions,
+        "turns": len(level.records),
+        "measured": len(errors),
+        "failed": sum(1 for r in level.records if r.error),
+        "unmatched": missing,
+        "error_p50_ms": _percentile(errors, 50),
+        "error_p99_ms": _percentile(errors, 99),
+        "error_max_ms": max(errors) if errors else math.nan,
+        "lateness_p50_ms": _percentile(lateness, 50),
+        "lateness_p99_ms": _percentile(lateness, 99),
+        "ttfa_p50_ms": _percentile(ttfa, 50),
+        "wall_s": level.wall_s,
+        "harness_cpu_pct": 100 * level.cpu_s / level.wall_s,
+        "emulator_cpu_pct": 100 * level.emulator_cpu_s / level.wall_s,
+        "other_cpu_pct": 100
+        * max(0.0, level.machine_cpu_s - level.cpu_s - level.emulator_cpu_s)
+        / level.wall_s,
+        "failures": sorted({r.error for r in level.records if r.error})[:5],
+    }
+
+
+def render_table(rows: list[dict[str, Any]], workload: Workload, target_ms: float) -> str:
+    header = (
+        f"{'sessions':>8} {'turns':>5} {'fail':>4} | {'error p50':>9} {'p99':>7} {'max':>7} | "
+        f"{'emu late p50':>12} {'p99':>7} | {'TTFA p50':>8} | "
+        f"{'cpu harness':>11} {'emulator':>8} {'other':>6}"
+    )
+    lines = [header, "-" * len(header)]
+    for row in rows:
+        lines.append(
+            f"{row['sessions']:>8} {row['measured']:>5} {row['failed']:>4} | {row['error_p50_ms']:>9.3f} "
+            f"{row['error_p99_ms']:>7.3f} {row['error_max_ms']:>7.3f} | {row['lateness_p50_ms']:>12.3f} "
+            f"{row['lateness_p99_ms']:>7.3f} | {row['ttfa_p50_ms']:>8.1f} | "
+            f"{row['harness_cpu_pct']:>10.0f}% {row['emulator_cpu_pct']:>7.0f}% {row['other_cpu_pct']:>5.0f}%"
+        )
+    lines += [
+        "",
+        "error = harness stamp of the first AudioDelta - emulator send stamp of that frame (ms);",
+        "emu late = emulator send stamp - its schedule (ms, the emulator's jitter, not the harness's error);",
+        "TTFA p50 = as measured by the harness "
+        f"(scheduled: {workload.first_audio_ms:g} ms after response.create "
+        "+ emulator lateness);",
+        "cpu = share of one core during the level (other = all other processes and the kernel).",
+    ]
+    busy = [row["sessions"] for row in rows if row["other_cpu_pct"] > 20]
+    if busy:
+        lines.append(
+            f"WARNING: other processes used > 20% of a core during N={', '.join(map(str, busy))}: "
+            "those figures include CPU contention from outside the benchmark; rerun on a quiet machine."
+        )
+    largest = max(rows, key=lambda row: row["sessions"]) if rows else None
+    if largest is not None:
+        p99 = largest["error_p99_ms"]
+        verdict = "met" if p99 <= target_ms else "NOT met"
+        lines.append(
+            f"target p99 error <= {target_ms:g} ms at N={largest['sessions']}: {verdict} (p99 {p99:.3f} ms)"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="scripts/bench-timing", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sessions", default="1,50,200", help="comma-separated concurrency levels")
+    parser.add_argument("--samples", type=int, default=20, help="turns per level at least")
+    parser.add_argument("--min-turns", type=int, default=2, help="turns per session at least")
+    parser.add_argument("--first-token-ms", type=float, default=150.0)
+    parser.add_argument("--first-audio-extra-ms", type=float, default=50.0)
+    parser.add_argument("--answer-audio-ms", type=int, default=1500, help="length of each spoken answer")
+    parser.add_argument("--user-audio-ms", type=int, default=1000, help="length of each user turn's audio")
+    parser.add_argument("--chunk-ms", type=int, default=40)
+    parser.add_argument("--pacing", type=float, default=1.0, help="1.0 = answer audio paced in real time")
+    parser.add_argument("--think-s", default="0.5,1.0", help="pause between a session's turns: min,max")
+    parser.add_argument("--adapter", choices=["websocket", "pcm_websocket"], default="websocket")
+    parser.add_argument(
+        "--gc",
+        choices=["default", "freeze"],
+        default="default",
+        help="freeze = gc.freeze() after set-up in both processes (long-lived objects leave the collector)",
+    )
+    parser.add_argument("--target-ms", type=float, default=2.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", dest="json_path", help="also write the figures as JSON here")
+    args = parser.parse_args(argv)
+    levels = [int(v) for v in args.sessions.split(",") if v.strip()]
+    think_min, _, think_max = args.think_s.partition(",")
+    workload = Workload(
+        first_token_ms=args.first_token_ms,
+        first_audio_extra_ms=args.first_audio_extra_ms,
+        answer_audio_ms=args.answer_audio_ms,
+        chunk_ms=args.chunk_ms,
+        pacing=args.pacing,
+        user_audio_ms=args.user_audio_ms,
+        think_min_s=float(think_min),
+        think_max_s=float(think_max or think_min),
+    )
+    settings = {
+        "latency": {
+            "first_token_median_ms": workload.first_token_ms,
+            "first_token_sigma": 0,
+            "first_audio_extra_ms": workload.first_audio_extra_ms,
+            "token_interval_ms": 20,
+            "audio_chunk_ms": workload.chunk_ms,
+            "audio_pacing": workload.pacing,
+            "seed": args.seed,
+        }
+    }
+    emulator_options = {"answer_text": ANSWER, "max_audio_ms": workload.answer_audio_ms}
+
+    load = os.getloadavg()
+    print(
+        f"EMULATED timing benchmark ({args.adapter} adapter -> evaluator-websocket emulator, "
+        "in a separate process)\n"
+        f"first audio {workload.first_audio_ms:g} ms after response.create (sigma 0); per turn "
+        f"{workload.user_audio_ms} ms user audio, {workload.answer_audio_ms} ms answer audio in "
+        f"{workload.chunk_ms} ms chunks at pacing {workload.pacing:g}, "
+        f"{workload.think_min_s:g}-{workload.think_max_s:g} s pause\n"
+        f"event loop: {_loop_name()}; gc: {args.gc}; cpus: {os.cpu_count()}; "
+        f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
+        flush=True,
+    )
+    results: list[LevelResult] = []
+    with EmulatorProcess(settings, emulator_options, freeze_gc=args.gc == "freeze") as emulator:
+        for sessions in levels:
+            turns = max(args.min_turns, math.ceil(args.samples / sessions))
+            result = _run(
+                run_level(
+                    emulator.url, args.adapter, sessions, turns, workload, args.seed, args.gc, emulator.cpu_s
+                )
+            )
+            results.append(result)
+            print(f"  N={sessions}: {len(result.records)} turns in {result.wall_s:.1f} s", flush=True)
+        stamps = emulator.stamps()
+    rows = [summarize(result, stamps) for result in results]
+    print()
+    print(render_table(rows, workload, args.target_ms))
+    for row in rows:
+        if row["failures"] or row["unmatched"]:
+            print(f"N={row['sessions']}: {row['unmatched']} unmatched; failures: {row['failures']}")
+    if args.json_path:
+        Path(args.json_path).write_text(
+            json.dumps({"rows": rows, "settings": settings, "emulator_options": emulator_options}, indent=2)
+        )
+    return 0 if all(row["failed"] == 0 and row["measured"] > 0 for row in rows) else 4

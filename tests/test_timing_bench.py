@@ -1,0 +1,49 @@
+"""Smoke run of the timing benchmark (2 sessions, emulator in a subprocess); no timing assertions."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.config import PROJECT_ROOT
+
+TINY = [
+    "--sessions",
+    "2",
+    "--samples",
+    "2",
+    "--min-turns",
+    "1",
+    "--first-token-ms",
+    "10",
+    "--first-audio-extra-ms",
+    "5",
+    "--answer-audio-ms",
+    "80",
+    "--user-audio-ms",
+    "100",
+    "--think-s",
+    "0,0",
+]
+
+
+def test_bench_timing_script_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "timing.json"
+    result = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "bench-timing"), *TINY, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=PROJECT_ROOT,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "EMULATED" in result.stdout
+    assert "error p50" in result.stdout
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["sessions"] for row in rows] == [2]
+    row = rows[0]
+    assert (row["turns"], row["measured"], row["failed"], row["unmatched"]) == (2, 2, 0, 0)
+    assert not math.isnan(row["error_p50_ms"]) and not math.isnan(row["lateness_p99_ms"])
