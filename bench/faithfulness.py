@@ -6,9 +6,10 @@ Two judges with one interface (``evaluate(...) -> FaithfulnessResult`` and a ``n
   into claims with pysbd (language-aware); a claim is supported when its number words are all covered and at
   least ``min_coverage`` of its other content words are covered by the retrieved context or the entry's
   reference key facts. Digits in the support text also count as their spoken forms (num2words, in the answer
-  language; each digit alone for phone numbers; clock hours also as 12-hour words), so "vijf uur" is supported
-  by "17:00" and "nul tien" by "010". Words match exactly or on a shared 5-letter stem. Claims without content
-  words ("Dank u.") are not claims. The score is supported / claims; no claims gives no score.
+  language; clock hours also as 12-hour words; digit by digit only for claims that read a number out digit by
+  digit, as phone numbers are read), so "vijf uur" is supported by "17:00" and "nul tien ..." by "010 ...".
+  Words match exactly or on a shared 5-letter stem. Claims without content words ("Dank u.") are not claims.
+  The score is supported / claims; no claims gives no score.
 - ``DeepEvalFaithfulness``: DeepEval's ``FaithfulnessMetric`` with a ``DeepEvalBaseLLM`` subclass that talks to
   any OpenAI-compatible chat-completions endpoint (``BENCH_JUDGE_BASE_URL``, ``BENCH_JUDGE_MODEL``,
   ``BENCH_JUDGE_API_KEY``). DeepEval is imported lazily, with its telemetry and update check turned off.
@@ -84,6 +85,7 @@ _HOUR_WORDS = {"nl": ("uur",), "en": ("o", "clock", "pm", "am"), "fr": ("heures"
 _CLOCK = re.compile(r"\b(\d{1,2})[:.hu](\d{2})\b")
 _DIGITS = re.compile(r"\d+")
 _STEM = 5
+_READ_OUT_MIN = 4
 
 
 def _fold(tokens: list[str], language: str) -> list[str]:
@@ -110,37 +112,45 @@ def _say(n: int, language: str) -> str:
         return num2words(n, lang="en")
 
 
-def _number_forms(text: str, language: str) -> set[str]:
-    """Spoken forms of the numbers written with digits in ``text``."""
-    forms: set[str] = set()
+def _number_forms(text: str, language: str) -> tuple[set[str], set[str]]:
+    """Spoken forms of the numbers written with digits in ``text``: (whole numbers and clock hours, digit-wise).
+
+    Digit-wise forms (each digit alone, and pairs) only support claims that read a number out digit by digit,
+    like a phone number; otherwise every phone number in the context would "support" any small number.
+    """
+    whole: set[str] = set()
+    digitwise: set[str] = set()
     for match in _CLOCK.finditer(text):
         hour, minute = int(match.group(1)), int(match.group(2))
         for h in {hour, hour - 12 if hour > 12 else hour}:
-            forms.update(normalize_tokens(_say(h, language)))
+            whole.update(normalize_tokens(_say(h, language)))
         if minute:
-            forms.update(normalize_tokens(_say(minute, language)))
-        forms.update(_HOUR_WORDS.get(language, ()))
+            whole.update(normalize_tokens(_say(minute, language)))
+        whole.update(_HOUR_WORDS.get(language, ()))
     for match in _DIGITS.finditer(text):
         digits = match.group(0)
         if len(digits) <= 6:
-            forms.update(normalize_tokens(_say(int(digits), language)))
-        for digit in digits:  # phone numbers and codes are read digit by digit
-            forms.update(normalize_tokens(_say(int(digit), language)))
-        if len(digits) >= 2:  # and in pairs ("zesenvijftig achtenzeventig")
-            for i in range(0, len(digits) - 1, 2):
-                forms.update(normalize_tokens(_say(int(digits[i:i + 2]), language)))
-    return forms
+            whole.update(normalize_tokens(_say(int(digits), language)))
+        for digit in digits:
+            digitwise.update(normalize_tokens(_say(int(digit), language)))
+        for i in range(0, len(digits) - 1, 2):
+            digitwise.update(normalize_tokens(_say(int(digits[i:i + 2]), language)))
+    return whole, digitwise
 
 
 @lru_cache(maxsize=2048)
-def _support_vocabulary(texts: tuple[str, ...], language: str) -> tuple[frozenset[str], frozenset[str]]:
-    """(tokens, 5-letter stems) of the support texts, with spoken number forms added."""
+def _support_vocabulary(texts: tuple[str, ...], language: str) -> tuple[frozenset[str], frozenset[str],
+                                                                        frozenset[str]]:
+    """(tokens, 5-letter stems, digit-wise number words) of the support texts."""
     tokens: set[str] = set()
+    digitwise: set[str] = set()
     for text in texts:
         tokens.update(normalize_tokens(text))
-        tokens.update(_number_forms(text, language))
+        whole, digits = _number_forms(text, language)
+        tokens.update(whole)
+        digitwise.update(digits)
     stems = frozenset(t[:_STEM] for t in tokens if len(t) >= _STEM)
-    return frozenset(tokens), stems
+    return frozenset(tokens), stems, frozenset(digitwise)
 
 
 @lru_cache(maxsize=8)
@@ -171,8 +181,8 @@ class OfflineFaithfulnessChecker:
     def _covered(self, token: str, tokens: frozenset[str], stems: frozenset[str]) -> bool:
         return token in tokens or (len(token) >= _STEM and token[:_STEM] in stems)
 
-    def claim_supported(self, claim: str, tokens: frozenset[str], stems: frozenset[str],
-                        language: str) -> bool | None:
+    def claim_supported(self, claim: str, tokens: frozenset[str], stems: frozenset[str], language: str,
+                        digitwise: frozenset[str] = frozenset()) -> bool | None:
         """True/False for a checkable claim; None when the claim has no content words."""
         content = _fold(normalize_tokens(claim), language)
         if not content:
@@ -180,7 +190,8 @@ class OfflineFaithfulnessChecker:
         numbers_vocab = _number_vocabulary(language)
         numbers = [t for t in content if t.isdigit() or t in numbers_vocab]
         words = [t for t in content if not (t.isdigit() or t in numbers_vocab)]
-        if not all(self._covered(t, tokens, stems) for t in numbers):
+        read_out = len(numbers) >= _READ_OUT_MIN  # a number read digit by digit (phone, postcode)
+        if not all(t in tokens or (read_out and t in digitwise) for t in numbers):
             return False
         if not words:
             return True
@@ -189,8 +200,8 @@ class OfflineFaithfulnessChecker:
 
     def evaluate(self, *, question: str, answer: str, context: list[str], key_facts: list[str],
                  language: str) -> FaithfulnessResult:
-        tokens, stems = _support_vocabulary(tuple(context) + tuple(key_facts), language)
-        verdicts = [(claim, self.claim_supported(claim, tokens, stems, language))
+        tokens, stems, digitwise = _support_vocabulary(tuple(context) + tuple(key_facts), language)
+        verdicts = [(claim, self.claim_supported(claim, tokens, stems, language, digitwise))
                     for claim in split_claims(answer, language)]
         checked = [(c, v) for c, v in verdicts if v is not None]
         unsupported = [c for c, v in checked if not v]

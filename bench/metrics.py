@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -221,38 +224,52 @@ def _bounded(cache: dict) -> dict:
 class _RawTurns:
     """The turns of one run: a frame of raw fields plus on-demand full records (for scoring unique turns)."""
 
-    def __init__(self, frame: pd.DataFrame, record_json: list[str] | None, records: list[TurnRecord] | None):
+    def __init__(self, frame: pd.DataFrame, conn: sqlite3.Connection | None, rowids: list[int] | None,
+                 records: list[TurnRecord] | None):
         self.frame = frame
-        self._json = record_json
+        self._conn = conn
+        self._rowids = rowids
         self._records = records
 
-    def record(self, i: int) -> TurnRecord:
+    def record_json(self, positions: list[int]) -> list[str]:
+        """The stored JSON of the turns at ``positions`` (fetched by rowid, in bounded batches)."""
         if self._records is not None:
-            return self._records[i]
-        assert self._json is not None
-        return TurnRecord.model_validate_json(self._json[i])
+            return [self._records[i].model_dump_json() for i in positions]
+        assert self._conn is not None and self._rowids is not None
+        wanted = [self._rowids[i] for i in positions]
+        found: dict[int, str] = {}
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start:start + 500]
+            marks = ",".join("?" * len(batch))
+            found.update(self._conn.execute(f"SELECT rowid, record_json FROM turns WHERE rowid IN ({marks})",
+                                            batch).fetchall())
+        return [found[r] for r in wanted]
 
 
 def _raw_turns(store: Store, run_id: str) -> _RawTurns:
-    """Read a run's turns; fast path through the store's SQLite connection, else ``Store.turns``."""
+    """Read a run's turns; fast path through the store's SQLite connection, else ``Store.turns``.
+
+    The fast path has SQLite pull the needed fields out of each stored JSON document (``json_extract``), so no
+    pydantic object is built per turn; JSON-valued fields stay JSON text.
+    """
     columns = [*_RAW_FIELDS, *_RAW_JSON_FIELDS]
     conn = getattr(store, "_conn", None)
     if isinstance(conn, sqlite3.Connection):
         select = ", ".join(f"json_extract(record_json, '$.{f}')" for f in columns)
         try:
-            rows = conn.execute(f"SELECT record_json, {select} FROM turns WHERE run_id=? "
+            rows = conn.execute(f"SELECT rowid, {select} FROM turns WHERE run_id=? "
                                 "ORDER BY system_id, entry_id, trial", (run_id,)).fetchall()
         except sqlite3.Error:
             rows = None
         if rows is not None:
             frame = pd.DataFrame.from_records([r[1:] for r in rows], columns=columns)
-            flag = frame["self_reported_compliant"]
+            flag = frame["self_reported_compliant"]  # SQLite gives JSON true/false as 1/0
             frame["self_reported_compliant"] = flag.map({1: True, 0: False}).astype(object).where(flag.notna(), None)
-            return _RawTurns(frame, [r[0] for r in rows], None)
+            return _RawTurns(frame, conn, [r[0] for r in rows], None)
     records = store.turns(run_id)
     data = [(*(getattr(r, f) for f in _RAW_FIELDS),
-             *(json.dumps(getattr(r, f), sort_keys=True) for f in _RAW_JSON_FIELDS)) for r in records]
-    return _RawTurns(pd.DataFrame.from_records(data, columns=columns), None, records)
+             *(json.dumps(getattr(r, f), separators=(",", ":")) for f in _RAW_JSON_FIELDS)) for r in records]
+    return _RawTurns(pd.DataFrame.from_records(data, columns=columns), None, None, records)
 
 
 def _score_values(entry: GoldenEntry, record: TurnRecord) -> tuple:
@@ -290,9 +307,9 @@ def _base_frame(run: RunInfo, raw: _RawTurns, golden: GoldenSet) -> pd.DataFrame
     cache = _bounded(_SCORE_CACHE)
     keys: list[tuple | None] = []
     pending: dict[tuple, int] = {}
-    columns = zip(frame["entry_id"], frame["status"], frame["failure_reason"], frame["answer"],
-                  frame["conversational_intent"], frame["target_language"], frame["tool_calls"],
-                  frame["self_reported_compliant"], strict=True)
+    columns = zip(*(frame[c].to_numpy(dtype=object) for c in (
+        "entry_id", "status", "failure_reason", "answer", "conversational_intent", "target_language", "tool_calls",
+        "self_reported_compliant")), strict=True)
     for i, (entry_id, status, reason, answer, intent, target, tools, flag) in enumerate(columns):
         if entry_id not in entries:
             keys.append(None)
@@ -305,8 +322,9 @@ def _base_frame(run: RunInfo, raw: _RawTurns, golden: GoldenSet) -> pd.DataFrame
         if key not in cache and key not in pending:
             pending[key] = i
     if pending:
-        items = [(frame.at[i, "entry_id"], raw._json[i] if raw._json is not None else raw.record(i).model_dump_json())
-                 for i in pending.values()]
+        positions = list(pending.values())
+        items = list(zip(frame["entry_id"].to_numpy(dtype=object)[positions], raw.record_json(positions),
+                         strict=True))
         _WORK.update({"entries": entries})
         for key, item in zip(pending, items, strict=True):
             cache[key] = _score_item(item)
@@ -328,12 +346,14 @@ def _base_frame(run: RunInfo, raw: _RawTurns, golden: GoldenSet) -> pd.DataFrame
     out["tags"] = out["tags"].fillna("")
     out["in_golden"] = frame["entry_id"].isin(entries.keys())
     for column in ("ttft_ms", "ttfa_ms", "completion_ms", *_USAGE_COLUMNS):
-        out[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+        out[column] = pd.to_numeric(frame[column], errors="coerce").astype(
+            "Int64" if column.endswith("_tokens") else float)
     out["answer"] = frame["answer"].fillna("")
     out["reported_intent"] = frame["conversational_intent"]
     out["reported_target_language"] = frame["target_language"]
     out["self_reported_compliant"] = frame["self_reported_compliant"]
     out = pd.concat([out, scores], axis=1)
+    out["sentence_count"] = out["sentence_count"].astype("Int64")
     latency = frame["vendor_latency_ms"]
     has_latency = latency.notna() & (latency != "{}")
     if has_latency.any():
@@ -392,19 +412,36 @@ def _add_costs(frame: pd.DataFrame, run: RunInfo) -> None:
         if resolved is None:
             continue
         table, plan, _ = resolved
-        frame.loc[mask, "cost_usd"] = turn_costs(frame.loc[mask], plan)
+        meters = [c for c in _USAGE_COLUMNS if c in frame.columns]
+        frame.loc[mask, "cost_usd"] = turn_costs(frame.loc[mask, meters], plan)
         frame.loc[mask, "pricing_plan"] = f"{table.vendor}/{plan.id}"
 
 
+@contextmanager
+def phase(timings: dict[str, float] | None, name: str) -> Iterator[None]:
+    """Add the wall time of the block to ``timings[name]`` (no-op when ``timings`` is None)."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        if timings is not None:
+            timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
+
+
 def _load(store: Store, run_id: str, golden: GoldenSet, judge: FaithfulnessJudge | None,
-          with_faithfulness: bool = True) -> tuple[RunInfo, pd.DataFrame, dict[str, Any]]:
-    run = store.get_run(run_id)
-    raw = _raw_turns(store, run.run_id)
-    frame = _base_frame(run, raw, golden)
+          with_faithfulness: bool = True,
+          timings: dict[str, float] | None = None) -> tuple[RunInfo, pd.DataFrame, dict[str, Any]]:
+    with phase(timings, "read turns"):
+        run = store.get_run(run_id)
+        raw = _raw_turns(store, run.run_id)
+    with phase(timings, "score turns"):
+        frame = _base_frame(run, raw, golden)
     judge_info: dict[str, Any] = {"errors": 0, "first_error": None}
     if with_faithfulness:
-        judge_info = _add_faithfulness(frame, raw, golden, judge or OfflineFaithfulnessChecker())
-    _add_costs(frame, run)
+        with phase(timings, "faithfulness"):
+            judge_info = _add_faithfulness(frame, raw, golden, judge or OfflineFaithfulnessChecker())
+    with phase(timings, "cost"):
+        _add_costs(frame, run)
     return run, frame, judge_info
 
 
@@ -642,6 +679,8 @@ def summarize_frame(run: RunInfo, frame: pd.DataFrame, golden: GoldenSet, judge_
     """A ``RunSummary`` from an already scored frame (``scored_turns_dataframe``)."""
     judge_info = judge_info or {}
     systems_info = list(run.systems)
+    not_in_golden = int((~frame["in_golden"]).sum()) if len(frame) else 0
+    frame = frame[frame["in_golden"]] if not_in_golden else frame  # other datasets' turns are not summarized
     groups = {str(k): g for k, g in frame.groupby("system_id", sort=False)} if len(frame) else {}
     summaries = [_system_summary(s, groups.get(s.id, frame.iloc[0:0]), judge_name, judge_info, fluency_ratings)
                  for s in systems_info]
@@ -654,7 +693,6 @@ def summarize_frame(run: RunInfo, frame: pd.DataFrame, golden: GoldenSet, judge_
         notes.append("no system has role 'reference': no paired comparisons")
     if not baseline:
         notes.append("no system has role 'baseline': no beats-the-baseline verdicts")
-    not_in_golden = int((~frame["in_golden"]).sum()) if len(frame) else 0
     if not_in_golden:
         notes.append(f"{not_in_golden} stored turns name entries that are not in {golden.path}; they are not scored")
     emulated = [s.id for s in run.systems if s.emulated]

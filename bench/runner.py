@@ -78,7 +78,9 @@ def system_info(system: SystemConfig, adapter: Adapter) -> SystemInfo:
     label = system.id + (" (EMULATED)" if system.mode == "emulated" else "")
     return SystemInfo(id=system.id, adapter=system.adapter, mode=system.mode, role=system.role, label=label,
                       details={"concurrency": system.concurrency, "timeout_s": system.timeout_s,
-                               "capabilities": adapter.capabilities.model_dump()})
+                               "capabilities": adapter.capabilities.model_dump(),
+                               # options hold settings only: credentials come from the environment, never config
+                               "options": system.options})
 
 
 async def _attempt(adapter: Adapter, turn: TurnInput, timeout_s: float) -> Observation:

@@ -90,6 +90,45 @@ class LevelResult:
     cpu_s: float
     emulator_cpu_s: float
     machine_cpu_s: float
+    gc_pauses_ms: list[float] = field(default_factory=list)
+    loop_lag_ms: list[float] = field(default_factory=list)
+
+
+class Diagnostics:
+    """What else the harness process did during a level: GC pauses and event-loop lag.
+
+    The lag probe asks to be woken every 10 ms via ``loop.call_at`` and records how late it ran (asyncio's
+    epoll wait has 1 ms granularity, so up to ~1 ms of it is the timer's resolution, not load).
+    """
+
+    def __init__(self) -> None:
+        self.gc_pauses_ms: list[float] = []
+        self.loop_lag_ms: list[float] = []
+        self._gc_started = 0.0
+        self._handle: asyncio.TimerHandle | None = None
+
+    def _on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            self.gc_pauses_ms.append((time.perf_counter() - self._gc_started) * 1000)
+
+    def _tick(self, due: float) -> None:
+        loop = asyncio.get_running_loop()
+        self.loop_lag_ms.append((loop.time() - due) * 1000)
+        self._handle = loop.call_at(due + 0.01, self._tick, due + 0.01)
+
+    def start(self) -> None:
+        gc.callbacks.append(self._on_gc)
+        loop = asyncio.get_running_loop()
+        due = loop.time() + 0.01
+        self._handle = loop.call_at(due, self._tick, due)
+
+    def stop(self) -> None:
+        if self._on_gc in gc.callbacks:
+            gc.callbacks.remove(self._on_gc)
+        if self._handle is not None:
+            self._handle.cancel()
 
 
 def _busy_cpu_s() -> float:
@@ -235,6 +274,8 @@ async def run_level(
     if gc_mode == "freeze":
         gc.collect()
         gc.freeze()  # long-lived objects (modules, adapter) leave the collector's view: short pauses only
+    diagnostics = Diagnostics()
+    diagnostics.start()
     started, cpu_started = time.monotonic(), time.process_time()
     emulator_started, machine_started = emulator_cpu(), _busy_cpu_s()
     try:
@@ -256,9 +297,19 @@ async def run_level(
         )
     finally:
         wall_s, cpu_s = time.monotonic() - started, time.process_time() - cpu_started
+        diagnostics.stop()
         emulator_s, machine_s = emulator_cpu() - emulator_started, _busy_cpu_s() - machine_started
         await adapter.close()
-    return LevelResult(sessions, records, wall_s, cpu_s, emulator_s, machine_s)
+    return LevelResult(
+        sessions,
+        records,
+        wall_s,
+        cpu_s,
+        emulator_s,
+        machine_s,
+        diagnostics.gc_pauses_ms,
+        diagnostics.loop_lag_ms,
+    )
 
 
 def _run(coro: Any) -> Any:
@@ -310,6 +361,12 @@ def summarize(level: LevelResult, stamps: Any) -> dict[str, Any]:
         "other_cpu_pct": 100
         * max(0.0, level.machine_cpu_s - level.cpu_s - level.emulator_cpu_s)
         / level.wall_s,
+        "gc_pauses": len(level.gc_pauses_ms),
+        "gc_pause_max_ms": max(level.gc_pauses_ms, default=0.0),
+        "gc_pause_total_ms": sum(level.gc_pauses_ms),
+        "loop_lag_p50_ms": _percentile(level.loop_lag_ms, 50),
+        "loop_lag_p99_ms": _percentile(level.loop_lag_ms, 99),
+        "loop_lag_max_ms": max(level.loop_lag_ms, default=math.nan),
         "failures": sorted({r.error for r in level.records if r.error})[:5],
     }
 
@@ -337,6 +394,14 @@ def render_table(rows: list[dict[str, Any]], workload: Workload, target_ms: floa
         "+ emulator lateness);",
         "cpu = share of one core during the level (other = all other processes and the kernel).",
     ]
+    lines += ["", "harness diagnostics (loop lag = lateness of a 10 ms probe timer; ~1 ms is epoll's step):"]
+    for row in rows:
+        lines.append(
+            f"  N={row['sessions']}: event-loop lag p50 {row['loop_lag_p50_ms']:.2f} / p99 "
+            f"{row['loop_lag_p99_ms']:.2f} / max {row['loop_lag_max_ms']:.2f} ms; "
+            f"{row['gc_pauses']} GC pauses, max {row['gc_pause_max_ms']:.2f} ms, "
+            f"total {row['gc_pause_total_ms']:.1f} ms"
+        )
     busy = [row["sessions"] for row in rows if row["other_cpu_pct"] > 20]
     if busy:
         lines.append(

@@ -132,6 +132,8 @@ class _Conversation:
         self.ws = ws
         self.key = key
         self.attempt = attempt
+        #: send stamps are keyed by the turn key (``x-bench-turn``), suffixed ``#<n>`` from the first retry on
+        self.stamp_key = key if attempt == 0 else f"{key}#{attempt}"
         self.fault = fault
         self.agent_id = agent_id
         self.utterance = utterance
@@ -381,7 +383,7 @@ class _Conversation:
                         text_response_part=wire.TextResponsePart(text=word, type="delta", event_id=event_id)
                     )
                 )
-                stamps.mark(stamps.first_text, self.key)
+                stamps.mark(stamps.first_text, self.stamp_key)
             await self.send(
                 wire.AgentChatResponsePart(
                     text_response_part=wire.TextResponsePart(text="", type="stop", event_id=event_id)
@@ -392,7 +394,7 @@ class _Conversation:
                 agent_response_event=wire.AgentResponseEvent(agent_response=text, event_id=event_id)
             )
         )
-        stamps.mark(stamps.first_text, self.key)
+        stamps.mark(stamps.first_text, self.stamp_key)
         if fault == "malformed":
             await self.ws.send('{"type": "audio", "audio_event": {"audio_base_64": "AAAA')
         elif fault == "stall":
@@ -402,7 +404,7 @@ class _Conversation:
             chunks = chunk_audio(pcm, latency.audio_chunk_ms, self.out_rate)
             self.audio_total_ms = len(pcm) * 1000 // (self.out_rate * 2)
             first_audio_at = first_text_at + latency.first_audio_extra_ms / 1000
-            stamps.scheduled_first_audio.setdefault(self.key, first_audio_at)
+            stamps.scheduled_first_audio.setdefault(self.stamp_key, first_audio_at)
             step_s = latency.audio_chunk_ms / 1000 * latency.audio_pacing
             for j, chunk in enumerate(chunks):
                 await sleep_until(first_audio_at + j * step_s)
@@ -415,7 +417,7 @@ class _Conversation:
                 )
                 self.audio_sent_ms += len(chunk) * 1000 // (self.out_rate * 2)
                 if j == 0:
-                    stamps.mark(stamps.first_audio, self.key)
+                    stamps.mark(stamps.first_audio, self.stamp_key)
                     if fault == "disconnect":
                         self.ws.transport.abort()
                         return

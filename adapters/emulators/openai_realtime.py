@@ -145,6 +145,8 @@ class _Connection:
         self.ws = ws
         self.key = key
         self.attempt = attempt
+        #: send stamps are keyed by the turn key (``x-bench-turn``), suffixed ``#<n>`` from the first retry on
+        self.stamp_key = key if attempt == 0 else f"{key}#{attempt}"
         self.fault = fault
         self.beta = beta
         self.utterance = utterance
@@ -539,7 +541,7 @@ class _Connection:
             pcm = pcm16_silence_tone(speech_duration_ms(answer.text), SAMPLE_RATE)
             audio_ms = len(pcm) // BYTES_PER_MS
             first_audio_at = first_text_at + latency.first_audio_extra_ms / 1000
-            stamps.scheduled_first_audio.setdefault(self.key, first_audio_at)
+            stamps.scheduled_first_audio.setdefault(self.stamp_key, first_audio_at)
             step_s = latency.audio_chunk_ms / 1000 * latency.audio_pacing
             for j, chunk in enumerate(chunk_audio(pcm, latency.audio_chunk_ms, SAMPLE_RATE)):
                 schedule.append((first_audio_at + j * step_s, 1, "audio", base64.b64encode(chunk).decode()))
@@ -554,7 +556,7 @@ class _Connection:
                 else:
                     await self.send(wire.ResponseOutputTextDelta(**ids, delta=payload))
                 if not sent_text:
-                    stamps.mark(stamps.first_text, self.key)
+                    stamps.mark(stamps.first_text, self.stamp_key)
                     sent_text = True
                     if self.fault == "malformed":
                         await self.ws.send('{"type": "response.output_audio.delta", "delta": "AAAA')
@@ -563,7 +565,7 @@ class _Connection:
             else:
                 await self.send(wire.ResponseOutputAudioDelta(**ids, delta=payload))
                 if not sent_audio:
-                    stamps.mark(stamps.first_audio, self.key)
+                    stamps.mark(stamps.first_audio, self.stamp_key)
                     sent_audio = True
                     if self.fault == "disconnect":
                         self.ws.transport.abort()

@@ -16,7 +16,6 @@ Options (``system.options``): see ``WebSocketOptions`` and ``adapters.generic.co
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 from collections.abc import AsyncIterator
@@ -224,7 +223,7 @@ class WebSocketAdapter(AdapterBase):
             event = _parse(message)
             if isinstance(event, wire.OutputAudioDelta):
                 try:
-                    pcm = base64.b64decode(event.delta, validate=True)
+                    pcm = binascii.a2b_base64(event.delta, strict_mode=True)  # C-level check, no regex
                 except (binascii.Error, ValueError):
                     raise AdapterError("malformed audio delta (not base64)", code="malformed") from None
                 yield AudioDelta(pcm16=resampler.process(pcm) if resampler else pcm, sample_rate=out_rate)

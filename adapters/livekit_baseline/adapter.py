@@ -8,11 +8,11 @@ intent ``answered`` (the baseline does no routing), the passages the tool return
 from ``RunResult.events``.
 
 Modes: ``live`` talks to OpenAI (``OPENAI_API_KEY``, optional ``options.base_url``); ``emulated`` starts the
-``openai-chat`` loopback emulator and points the plugin at it (``local`` is treated as ``emulated`` and the
-row is labelled so). Framework and client retries are off: the runner owns retries. Failures map to
-``AdapterError``: HTTP status via ``from_status`` (429 keeps ``Retry-After``, read by a response hook on the
-per-turn HTTP client), dropped connection / in-stream server error / timeout → retryable, malformed stream or
-other 4xx → not retryable.
+``openai-chat`` loopback emulator and points the plugin at it (``local`` is refused: the model behind the row
+would be emulated, so the row must say EMULATED). Framework and client retries are off: the runner owns
+retries. Failures map to ``AdapterError``: HTTP status via ``from_status`` (429 keeps ``Retry-After``, read by
+a response hook on the per-turn HTTP client), dropped connection / in-stream server error / timeout →
+retryable, malformed stream or other 4xx → not retryable.
 
 Options: ``model`` (default ``gpt-4.1-mini``), ``top_k`` (3), ``instructions``, ``base_url`` (live),
 ``llm_timeout_s`` (defaults to the system timeout), ``emulator`` (EmulatorSettings: ``latency``, ``faults``),
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 from collections.abc import AsyncIterator
@@ -43,7 +44,7 @@ from adapters.custom_llm.wire import MalformedStream
 from adapters.emulators.common import EmulatorSettings, RunningEmulator
 from adapters.emulators.registry import start_emulator
 from bench.config import SystemConfig
-from bench.errors import MissingCredential
+from bench.errors import ConfigError, MissingCredential, MissingExtra
 from bench.knowledge import load_knowledge_base
 
 API_KEY_VAR = "OPENAI_API_KEY"
@@ -82,7 +83,12 @@ class LiveKitBaselineAdapter(AdapterBase):
     def __init__(self, system: SystemConfig):
         self.system = system
         self.system_id = system.id
-        self.mode = "live" if system.mode == "live" else "emulated"
+        if system.mode not in ("live", "emulated"):
+            raise ConfigError(
+                f"system {system.id!r}: the LiveKit baseline runs mode 'live' (OpenAI) or 'emulated' (the "
+                f"openai-chat emulator, labelled EMULATED); got mode {system.mode!r}"
+            )
+        self.mode = system.mode
         options = system.options
         self.model = str(options.get("model", DEFAULT_MODEL))
         self.top_k = int(options.get("top_k", 3))
@@ -94,6 +100,10 @@ class LiveKitBaselineAdapter(AdapterBase):
             self._api_key = os.environ.get(API_KEY_VAR)
             if not self._api_key:
                 raise MissingCredential(system.id, API_KEY_VAR)
+        for module in ("livekit.agents", "livekit.plugins.openai"):
+            if not _installed(module):
+                # the framework is the system under test: needed in every mode, emulated included
+                raise MissingExtra(system.id, "livekit", module)
         self.emulator: RunningEmulator | None = None
         self._kb = load_knowledge_base()
 
@@ -149,12 +159,12 @@ class LiveKitBaselineAdapter(AdapterBase):
         closed = asyncio.get_running_loop().create_future()
         session.on("error", lambda event: errors.append(getattr(event.error, "error", event.error)))
         session.on("close", lambda _event: closed.done() or closed.set_result(None))
-        agent = baseline.BaselineAgent(
+        agent = baseline.make_agent(
             knowledge_base=self._kb,
             observer=observer,
             top_k=self.top_k,
             instructions=self.instructions or baseline.GENERIC_INSTRUCTIONS,
-            chat_ctx=baseline.history_context(turn.history),
+            history=turn.history,
         )
         pending: set[asyncio.Future[Any]] = set()
         try:
@@ -200,6 +210,13 @@ class LiveKitBaselineAdapter(AdapterBase):
             await _quietly(session.aclose())
             await _quietly(model.aclose())
             await _quietly(client.close())
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 async def _wait(result: Any) -> None:
@@ -272,6 +289,8 @@ def classify_error(error: BaseException | None, retry_after_s: float | None = No
                 code=kind or "error_event",
             )
     names = {type(item).__name__ for item in chain}
+    if names & {"NameError", "TypeError", "AttributeError", "KeyError", "ImportError", "AssertionError"}:
+        return AdapterError(f"LiveKit agent failed internally: {message}", retryable=False, code="internal")
     if names & {"APITimeoutError", "TimeoutException", "ReadTimeout", "TimeoutError"}:
         return AdapterError(f"LLM stream stalled: {message}", retryable=True, code="timeout")
     if names & {"RemoteProtocolError", "ReadError", "ConnectError", "APIConnectionError", "ConnectionError"}:

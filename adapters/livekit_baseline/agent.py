@@ -1,20 +1,17 @@
 """The lowest-effort LiveKit agent: one generic knowledge-base tool, the OpenAI LLM plugin, nothing else.
 
-This module imports ``livekit.agents`` at import time; ``adapters.livekit_baseline.adapter`` imports it
-lazily.
-The agent is what a team gets from the LiveKit cookbook in an afternoon: a generic instruction, a
-``lookup_knowledge_base(query)`` tool returning the top-k BM25 passages verbatim, no voice shaping, no intent
-routing, no refusal logic. ``llm_node`` is wrapped only to observe the LLM stream (text deltas, tool calls,
-usage) as chunks arrive; nothing is changed on the way through.
+``livekit.agents`` is imported when the first agent is made, never at module import. The agent is what a team
+gets from the LiveKit cookbook in an afternoon: a generic instruction, a ``lookup_knowledge_base(query)`` tool
+returning the top-k BM25 passages verbatim, no voice shaping, no intent routing, no refusal logic.
+``llm_node`` is wrapped only to observe the LLM stream (text deltas, tool calls, usage) as chunks arrive;
+nothing is changed on the way through. (No ``from __future__ import annotations`` here: LiveKit reads the
+tool's type hints at runtime, and the hint types are local to the function that builds the class.)
 """
 
-from __future__ import annotations
-
+import functools
 import json
 from collections.abc import AsyncIterable, Callable
 from typing import Any
-
-from livekit.agents import Agent, ChatContext, ModelSettings, RunContext, function_tool, llm
 
 from adapters.base import NormalizedEvent, TextDelta, ToolCall, ToolResult
 from bench.knowledge import KnowledgeBase
@@ -39,23 +36,24 @@ class TurnObserver:
         self.text_parts: list[str] = []
 
     def on_chunk(self, chunk: Any) -> None:
+        """One item of the LLM node's stream: a string, or a ``ChatChunk`` (delta and/or usage)."""
         if isinstance(chunk, str):
             self._text(chunk)
             return
-        if not isinstance(chunk, llm.ChatChunk):
-            return
-        if chunk.delta is not None:
-            for call in chunk.delta.tool_calls or []:
+        delta = getattr(chunk, "delta", None)
+        if delta is not None:
+            for call in getattr(delta, "tool_calls", None) or []:
                 self._emit(
                     ToolCall(call_id=call.call_id, name=call.name, arguments=_arguments(call.arguments))
                 )
-            if chunk.delta.content:
-                self._text(chunk.delta.content)
-        if chunk.usage is not None:
+            if getattr(delta, "content", None):
+                self._text(delta.content)
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
             self.usage_seen = True
-            self.prompt_tokens += chunk.usage.prompt_tokens
-            self.completion_tokens += chunk.usage.completion_tokens
-            self.cached_tokens += chunk.usage.prompt_cached_tokens
+            self.prompt_tokens += usage.prompt_tokens
+            self.completion_tokens += usage.completion_tokens
+            self.cached_tokens += usage.prompt_cached_tokens
 
     def on_tool_result(self, call_id: str, output: str, passages: list[str]) -> None:
         self.retrieved_context.extend(passages)
@@ -66,52 +64,77 @@ class TurnObserver:
         self._emit(TextDelta(text=text))
 
 
-class BaselineAgent(Agent):
-    """Generic cookbook RAG agent with a single knowledge-base lookup tool."""
-
-    def __init__(
-        self,
-        *,
-        knowledge_base: KnowledgeBase,
-        observer: TurnObserver,
-        top_k: int = 3,
-        instructions: str = GENERIC_INSTRUCTIONS,
-        chat_ctx: ChatContext | None = None,
-    ):
-        super().__init__(instructions=instructions, chat_ctx=chat_ctx)
-        self._kb = knowledge_base
-        self._observer = observer
-        self._top_k = top_k
-
-    @function_tool
-    async def lookup_knowledge_base(self, context: RunContext, query: str) -> str:
-        """Search the hospital knowledge base and return the most relevant passages.
-
-        Args:
-            query: what to search for
-        """
-        passages = [p.document.body for p in self._kb.search(query, k=self._top_k)]
-        output = PASSAGE_SEPARATOR.join(passages) if passages else "No matching passages."
-        self._observer.on_tool_result(context.function_call.call_id, output, passages)
-        return output
-
-    async def llm_node(
-        self, chat_ctx: ChatContext, tools: list[llm.Tool], model_settings: ModelSettings
-    ) -> AsyncIterable[llm.ChatChunk | str]:
-        async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
-            self._observer.on_chunk(chunk)
-            yield chunk
+def make_agent(
+    *,
+    knowledge_base: KnowledgeBase,
+    observer: TurnObserver,
+    top_k: int = 3,
+    instructions: str = GENERIC_INSTRUCTIONS,
+    history: list[dict[str, str]] | None = None,
+) -> Any:
+    """A ``BaselineAgent`` for one turn (the class is built on first use, importing LiveKit then)."""
+    return _agent_class()(
+        knowledge_base=knowledge_base,
+        observer=observer,
+        top_k=top_k,
+        instructions=instructions,
+        chat_ctx=_history_context(history or []),
+    )
 
 
-def history_context(history: list[dict[str, str]]) -> ChatContext | None:
-    """Earlier turns (``[{"role", "content"}]``) as a LiveKit chat context."""
-    if not history:
+@functools.cache
+def _agent_class() -> type:
+    from livekit.agents import Agent, ChatContext, ModelSettings, RunContext, function_tool, llm
+
+    class BaselineAgent(Agent):
+        """Generic cookbook RAG agent with a single knowledge-base lookup tool."""
+
+        def __init__(
+            self,
+            *,
+            knowledge_base: KnowledgeBase,
+            observer: TurnObserver,
+            top_k: int,
+            instructions: str,
+            chat_ctx: ChatContext | None,
+        ):
+            super().__init__(instructions=instructions, chat_ctx=chat_ctx)
+            self._kb = knowledge_base
+            self._observer = observer
+            self._top_k = top_k
+
+        @function_tool
+        async def lookup_knowledge_base(self, context: RunContext, query: str) -> str:
+            """Search the hospital knowledge base and return the most relevant passages.
+
+            Args:
+                query: what to search for
+            """
+            passages = [p.document.body for p in self._kb.search(query, k=self._top_k)]
+            output = PASSAGE_SEPARATOR.join(passages) if passages else "No matching passages."
+            self._observer.on_tool_result(context.function_call.call_id, output, passages)
+            return output
+
+        async def llm_node(
+            self, chat_ctx: ChatContext, tools: list[llm.Tool], model_settings: ModelSettings
+        ) -> AsyncIterable[llm.ChatChunk | str]:
+            async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
+                self._observer.on_chunk(chunk)
+                yield chunk
+
+    return BaselineAgent
+
+
+def _history_context(history: list[dict[str, str]]) -> Any:
+    """Earlier turns (``[{"role", "content"}]``) as a LiveKit chat context, or None."""
+    messages = [m for m in history if m.get("role") in ("user", "assistant") and m.get("content")]
+    if not messages:
         return None
+    from livekit.agents import ChatContext
+
     context = ChatContext.empty()
-    for message in history:
-        role = message.get("role", "user")
-        if role in ("user", "assistant") and message.get("content"):
-            context.add_message(role=role, content=message["content"])
+    for message in messages:
+        context.add_message(role=message["role"], content=message["content"])
     return context
 
 

@@ -19,11 +19,19 @@ The harness hosts the custom LLM (``adapters.custom_llm.CustomLlmServer`` around
   the chat (a chat has no performance metrics).
 
 Labels that never cross Vapi's API (retrieved context, the stack's own compliance flag) come from the
-custom-LLM server's record of the turn. ``emulated`` mode (``local`` is treated as emulated) starts the Vapi
+custom-LLM server's record of the turn. ``emulated`` mode starts the Vapi
 emulator and talks to it with httpx + websockets; ``live`` uses vapi-server-sdk (``VAPI_API_KEY``,
 ``options.base_url``) and needs ``options.custom_llm_url`` (the public URL Vapi calls, tunnelled to
 ``options.custom_llm_host``:``options.custom_llm_port``) unless ``options.assistant_id`` names an assistant
 already pointing there. Nothing falls back from live to emulated.
+
+Options: ``orchestrator`` / ``orchestrator_options``, ``channel`` (``auto`` | ``call`` | ``chat``),
+``assistant_id``, ``custom_llm_url`` / ``custom_llm_host`` / ``custom_llm_port``, ``custom_llm_api_key_env``
+(env var holding the secret Vapi must send to the custom LLM), ``model_name``, ``voice`` / ``transcriber``
+(inline assistant), ``declare_intent_tool`` (default true), ``default_language``, ``sample_rate`` (16000),
+``readback_timeout_s`` (live 15, emulated 5), ``hangup_timeout_s`` (5), ``stall_timeout_s`` (none: the
+runner's turn timeout applies), ``base_url`` (live), ``emulator`` (``EmulatorSettings``: ``latency``,
+``faults``; other keys such as ``cost`` go to the emulator), ``emulator_options``.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import importlib.util
 import os
 import time
 from collections.abc import AsyncIterator
@@ -88,7 +97,7 @@ from adapters.vapi.wire import (
     parse_transport_message,
 )
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential
+from bench.errors import ConfigError, MissingCredential, MissingExtra
 from bench.orchestrator import Orchestrator, load_orchestrator
 
 API_KEY_VAR = "VAPI_API_KEY"
@@ -199,7 +208,11 @@ class VapiAdapter(AdapterBase):
     def __init__(self, system: SystemConfig, orchestrator: Orchestrator | None = None):
         self.system = system
         self.system_id = system.id
-        self.mode = "live" if system.mode == "live" else "emulated"
+        if system.mode not in ("live", "emulated"):
+            raise ConfigError(
+                f"system {system.id!r}: Vapi runs mode 'live' or 'emulated'; got mode {system.mode!r}"
+            )
+        self.mode = system.mode
         options = system.options
         self.options = options
         self._orchestrator = orchestrator
@@ -216,6 +229,8 @@ class VapiAdapter(AdapterBase):
         self._token: str | None = None
         self.custom_llm_url: str | None = options.get("custom_llm_url")
         if self.mode == "live":
+            if importlib.util.find_spec("vapi") is None:
+                raise MissingExtra(system.id, "vapi", "vapi")
             self._token = os.environ.get(API_KEY_VAR)
             if not self._token:
                 raise MissingCredential(system.id, API_KEY_VAR)
@@ -495,7 +510,11 @@ class VapiAdapter(AdapterBase):
 
 async def _open(url: str) -> ClientConnection:
     try:
-        return await connect(url, open_timeout=15, max_size=None, ping_interval=None)
+        # a deep receive queue keeps the socket drained while the consumer is slow or has given up (a
+        # shallow one stalls the close handshake behind unread audio); a short close timeout bounds teardown
+        return await connect(
+            url, open_timeout=15, max_size=None, max_queue=1024, ping_interval=None, close_timeout=2
+        )
     except InvalidStatus as exc:
         status = exc.response.status_code
         raise AdapterError.from_status(

@@ -23,7 +23,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bench.dataset import INTENTS, GoldenSet
 from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
-from bench.metrics import RunSummary, _load, summarize_frame
+from bench.metrics import RunSummary, _load, phase, summarize_frame
 from bench.report import charts
 from bench.report.compare import Regression, TrendPoint, compare_frames, compare_runs, trend
 from bench.report.markdown import render_markdown
@@ -162,24 +162,33 @@ def write_turns_csv(frame: pd.DataFrame, path: Path) -> None:
 
 
 def write_report(store: Store, run_id: str, golden: GoldenSet, out_dir: Path, *, compare_run_id: str | None = None,
-                 judge: FaithfulnessJudge | None = None) -> ReportPaths:
-    """Write report.html, report.md, summary.json and turns.csv for ``run_id`` into ``out_dir``."""
+                 judge: FaithfulnessJudge | None = None, timings: dict[str, float] | None = None) -> ReportPaths:
+    """Write report.html, report.md, summary.json and turns.csv for ``run_id`` into ``out_dir``.
+
+    ``timings``, when given, receives the wall time of each step (used by ``scripts/bench-report``).
+    """
     judge = judge or OfflineFaithfulnessChecker()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    run, frame, judge_info = _load(store, run_id, golden, judge)
-    summary = summarize_frame(run, frame, golden, judge.name, judge_info)
+    run, frame, judge_info = _load(store, run_id, golden, judge, timings=timings)
+    with phase(timings, "summarize"):
+        summary = summarize_frame(run, frame, golden, judge.name, judge_info)
     regressions = None
     if compare_run_id is not None:
-        before, before_frame, _ = _load(store, compare_run_id, golden, judge)
-        regressions = compare_frames(before, before_frame, run, frame)
-    points = trend(store, golden, current=(run, frame))
+        before, before_frame, _ = _load(store, compare_run_id, golden, judge, timings=timings)
+        with phase(timings, "compare"):
+            regressions = compare_frames(before, before_frame, run, frame)
+    with phase(timings, "trend"):
+        points = trend(store, golden, current=(run, frame))
     generated_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     paths = ReportPaths(html=out_dir / "report.html", markdown=out_dir / "report.md",
                         summary_json=out_dir / "summary.json", turns_csv=out_dir / "turns.csv")
-    paths.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
-    write_turns_csv(frame, paths.turns_csv)
-    paths.markdown.write_text(render_markdown(summary, regressions), encoding="utf-8")
-    paths.html.write_text(render_html(summary, frame, points, regressions, compare_run_id, generated_at),
-                          encoding="utf-8")
+    with phase(timings, "write summary.json + report.md"):
+        paths.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
+        paths.markdown.write_text(render_markdown(summary, regressions), encoding="utf-8")
+    with phase(timings, "write turns.csv"):
+        write_turns_csv(frame, paths.turns_csv)
+    with phase(timings, "render report.html"):
+        paths.html.write_text(render_html(summary, frame, points, regressions, compare_run_id, generated_at),
+                              encoding="utf-8")
     return paths

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 
 from bench.dataset import GoldenEntry, GoldenSet, Reference, VoiceExpected
-from bench.records import TurnRecord
+from bench.records import TimelineEvent, TurnRecord
 from bench.store import RunInfo, Store, SystemInfo
 
 LANGS = ("nl", "en", "fr", "it")
@@ -170,6 +170,23 @@ def _answer(system: SyntheticSystem, entry: GoldenEntry, variant: int,
     return answer, intent, target
 
 
+def _timeline(answer: str, ttft: float, ttfa: float | None, done: float, tool: bool) -> list[TimelineEvent]:
+    """Events as the runner records them: user_turn_sent, one text delta per word, first audio, usage, done."""
+    words = answer.split(" ")
+    step = max(done - ttft, 1.0) / max(len(words), 1)
+    events = [TimelineEvent(t_ms=0.0, type="user_turn_sent")]
+    if tool:
+        events.append(TimelineEvent(t_ms=round(ttft * 0.9, 3), type="tool_call",
+                                    detail={"name": "set_conversational_intent"}))
+    events.extend(TimelineEvent(t_ms=round(ttft + i * step, 3), type="text_delta", detail={"text": w + " "})
+                  for i, w in enumerate(words))
+    if ttfa is not None:
+        events.append(TimelineEvent(t_ms=round(ttfa, 3), type="audio_first", detail={"bytes": 4800}))
+    events.append(TimelineEvent(t_ms=round(done, 3), type="usage"))
+    events.append(TimelineEvent(t_ms=round(done, 3), type="turn_done"))
+    return sorted(events, key=lambda e: e.t_ms)
+
+
 def build_synthetic_run(store: Store, golden: GoldenSet, *, n_turns: int, run_id: str = "synthetic-run",
                         systems: tuple[SyntheticSystem, ...] = DEFAULT_SYSTEMS, seed: int = 11,
                         created_at: datetime | None = None, answer_overrides: dict[tuple[str, str], str] | None = None
@@ -235,5 +252,7 @@ def build_synthetic_run(store: Store, golden: GoldenSet, *, n_turns: int, run_id
                     record.vendor_cost_usd = (out_seconds + 4.0) / 60 * 0.11
                 for name in system.vendor_latency:
                     record.vendor_latency_ms[name] = ttft * float(rng.uniform(0.8, 1.2))
+                record.timeline = _timeline(answer, ttft, record.ttfa_ms, record.completion_ms or ttft,
+                                            bool(record.tool_calls))
                 store.record_turn(record)
     return info

@@ -278,6 +278,9 @@ async def test_adapter_sees_the_recorded_sequence(emulator: Any, mode: str) -> N
     agent = init["conversation_config_override"]["agent"]
     assert "Hospital information" in agent["prompt"]["prompt"]
     assert agent["first_message"] == "" and agent["language"] == "en"
+    stamps = emulator.stamps  # keyed by the x-bench-turn header the adapter sends to the emulator
+    assert "en-001:en" in stamps.first_text
+    assert ("en-001:en" in stamps.first_audio) is (mode == "voice")
 
 
 async def test_live_code_path_against_emulator(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -322,6 +325,18 @@ async def test_audio_input_ends_on_silence_and_is_metered(emulator: Any) -> None
     assert sent.count("user_audio_chunk") == 4 + 3  # 1 s of speech + 600 ms of silence, in 250 ms chunks
     assert events[-2].input_audio_seconds == pytest.approx(1.0)  # resampled to the announced pcm_16000
     check_turn_events(events)
+
+
+async def test_brain_without_intent_routing_makes_no_tool_call() -> None:
+    adapter = create(system(brain={"route_intents": False}))
+    await adapter.start()
+    try:
+        events = await run(adapter, turn())
+    finally:
+        await adapter.close()
+    assert not any(isinstance(e, (ToolCall, ToolResult)) for e in events)
+    assert events[-1].conversational_intent is None and events[-1].final_text
+    assert trace_types(adapter, "send").count("client_tool_result") == 0
 
 
 # ------------------------------------------------------------ faults and errors

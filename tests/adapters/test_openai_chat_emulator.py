@@ -184,7 +184,7 @@ async def test_faults_reach_the_official_client(kind, expected):
     settings = EmulatorSettings(latency=FAST, faults=FaultPlan(rate=1.0, kinds=[kind], stall_s=60))
     running = await start(settings)
     try:
-        oai = client(running, timeout=1.0)
+        oai = client(running, timeout=2.0 if kind == "stall" else TIMEOUT_S)
         with pytest.raises(expected) as caught:
             stream = await oai.chat.completions.create(
                 model="m", messages=tool_turn_messages("call_1", "{}"), tools=TOOLS, stream=True

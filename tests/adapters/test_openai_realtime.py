@@ -239,6 +239,9 @@ async def test_adapter_sees_the_recorded_sequence(emulator: Any, beta: bool) -> 
     session = next(e["event"]["session"] for e in emulator.log if e["event"]["type"] == "session.update")
     assert "Hospital information" in session["instructions"]
     assert [t["name"] for t in session["tools"]] == [INTENT_TOOL_NAME]
+    stamps = emulator.stamps  # keyed by the x-bench-turn header the emulated transport sends
+    assert stamps.first_text["nl-001:en"] <= stamps.first_audio["nl-001:en"]
+    assert "nl-001:en" in stamps.scheduled_first_audio
 
 
 @pytest.mark.parametrize("beta", [False, True], ids=["ga", "beta"])
@@ -295,6 +298,18 @@ async def test_text_only_output(emulator: Any) -> None:
     events = await run(adapter, turn())
     assert "response.output_text.delta" in trace_types(adapter, "recv")
     check_turn_events(events, audio=False)
+
+
+async def test_brain_without_intent_routing_makes_no_tool_call() -> None:
+    adapter = create(system(brain={"route_intents": False}))
+    await adapter.start()
+    try:
+        events = await run(adapter, turn())
+    finally:
+        await adapter.close()
+    assert not any(isinstance(e, (ToolCall, ToolResult)) for e in events)
+    assert events[-1].conversational_intent is None and events[-1].final_text
+    assert trace_types(adapter, "send").count("response.create") == 1
 
 
 # ------------------------------------------------------------ faults and errors

@@ -25,7 +25,7 @@ from adapters.registry import create_adapter
 from adapters.vapi import wire
 from adapters.vapi.adapter import VapiAdapter, create, ended_reason_retryable, vapi_intent_parameters
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential
+from bench.errors import ConfigError, MissingCredential, MissingExtra
 from bench.orchestrator import QueryRequest, QueryResponse, load_orchestrator
 
 RECORDING = Path(__file__).parent / "recordings" / "vapi.json"
@@ -562,7 +562,8 @@ async def test_orchestrator_failure_ends_the_call_with_a_retryable_pipeline_erro
 )
 async def test_fault_kinds_map_to_the_right_retry_decision(kind, retryable, code):
     emulator = {"latency": FAST, "faults": {"rate": 1.0, "kinds": [kind], "stall_s": 60}}
-    adapter = create(system(emulator=emulator, stall_timeout_s=1.0))
+    # only the stall needs a short silence timeout; the other kinds keep none (loaded machines)
+    adapter = create(system(emulator=emulator, **({"stall_timeout_s": 2.0} if kind == "stall" else {})))
     await adapter.start()
     try:
         with pytest.raises(AdapterError) as caught:
@@ -631,12 +632,31 @@ def test_missing_credential_names_the_variable(monkeypatch):
     assert caught.value.variable == "VAPI_API_KEY" and "VAPI_API_KEY" in str(caught.value)
 
 
+def test_live_mode_without_the_sdk_names_the_extra(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "vapi" else real(name, *a)
+    )
+    monkeypatch.setenv("VAPI_API_KEY", "k")
+    with pytest.raises(MissingExtra) as caught:
+        create(system(mode="live", assistant_id="a"))
+    assert "voice-agent-bench[vapi]" in str(caught.value)
+    assert create(system()).mode == "emulated", "emulated mode needs no SDK"
+
+
 def test_live_inline_assistant_needs_a_public_custom_llm_url(monkeypatch):
     monkeypatch.setenv("VAPI_API_KEY", "k")
     with pytest.raises(ConfigError) as caught:
         create(system(mode="live"))
     assert "options.custom_llm_url" in str(caught.value)
     assert create(system(mode="live", assistant_id="asst-1")).assistant_id == "asst-1"
+
+
+def test_local_mode_is_refused():
+    with pytest.raises(ConfigError):
+        create(system(mode="local"))
 
 
 def test_capabilities_follow_mode_and_channel(monkeypatch):
