@@ -17,7 +17,8 @@ INTENT_TOOL_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
         "intent": {"type": "string", "enum": list(INTENTS)},
-        "target_language": {"type": ["string", "null"], "enum": [*LANGUAGES, None]},
+        # An optional plain-string enum rather than a nullable one: some vendors (Vapi) accept only string enums.
+        "target_language": {"type": "string", "enum": list(LANGUAGES), "description": "only with switch_language"},
     },
     "required": ["intent"],
 }

@@ -23,7 +23,7 @@ class AdapterSpec:
 
 REGISTRY: dict[str, AdapterSpec] = {
     "inhouse": AdapterSpec("adapters.inhouse.adapter:create"),
-    "baseline": AdapterSpec("adapters.baseline.adapter:create"),
+    "generic_rag": AdapterSpec("adapters.baseline.adapter:create"),
     "openai_realtime": AdapterSpec("adapters.openai_realtime.adapter:create", "openai", "openai"),
     "deepgram_agent": AdapterSpec("adapters.deepgram_agent.adapter:create", "deepgram", "deepgram"),
     "retell": AdapterSpec("adapters.retell.adapter:create", "retell", "retell"),

@@ -95,9 +95,12 @@ def _fold(tokens: list[str], language: str) -> list[str]:
 
 @lru_cache(maxsize=8)
 def _number_vocabulary(language: str) -> frozenset[str]:
-    """Every token num2words produces for 0..2100 in ``language`` (to recognise number words in claims)."""
+    """Every token num2words produces for 0..1000 and the years 2000..2100 in ``language``.
+
+    Used to recognise number words in claims (compound forms like "tweehonderdvierendertig" included).
+    """
     words: set[str] = set()
-    for n in range(0, 2101):
+    for n in (*range(0, 1001), *range(2000, 2101)):
         words.update(normalize_tokens(_say(n, language)))
     words.difference_update(_STOPWORDS.get(language, frozenset()))
     words.discard("and")

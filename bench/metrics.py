@@ -249,22 +249,23 @@ class _RawTurns:
 def _raw_turns(store: Store, run_id: str) -> _RawTurns:
     """Read a run's turns; fast path through the store's SQLite connection, else ``Store.turns``.
 
-    The fast path has SQLite pull the needed fields out of each stored JSON document (``json_extract``), so no
-    pydantic object is built per turn; JSON-valued fields stay JSON text.
+    The fast path has SQLite pull the needed fields out of each stored JSON document — the scalars in one
+    ``json_extract`` (one parse per turn, returned as a small JSON array), the JSON-valued fields as JSON text —
+    so no pydantic object is built per turn and the event timeline is never parsed.
     """
     columns = [*_RAW_FIELDS, *_RAW_JSON_FIELDS]
     conn = getattr(store, "_conn", None)
     if isinstance(conn, sqlite3.Connection):
-        select = ", ".join(f"json_extract(record_json, '$.{f}')" for f in columns)
+        scalars = ", ".join(f"'$.{f}'" for f in _RAW_FIELDS)
+        nested = ", ".join(f"json_extract(record_json, '$.{f}')" for f in _RAW_JSON_FIELDS)
         try:
-            rows = conn.execute(f"SELECT rowid, {select} FROM turns WHERE run_id=? "
-                                "ORDER BY system_id, entry_id, trial", (run_id,)).fetchall()
+            rows = conn.execute(f"SELECT rowid, json_extract(record_json, {scalars}), {nested} FROM turns "
+                                "WHERE run_id=? ORDER BY system_id, entry_id, trial", (run_id,)).fetchall()
         except sqlite3.Error:
             rows = None
         if rows is not None:
-            frame = pd.DataFrame.from_records([r[1:] for r in rows], columns=columns)
-            flag = frame["self_reported_compliant"]  # SQLite gives JSON true/false as 1/0
-            frame["self_reported_compliant"] = flag.map({1: True, 0: False}).astype(object).where(flag.notna(), None)
+            data = [(*json.loads(r[1]), *r[2:]) for r in rows]
+            frame = pd.DataFrame.from_records(data, columns=columns)
             return _RawTurns(frame, conn, [r[0] for r in rows], None)
     records = store.turns(run_id)
     data = [(*(getattr(r, f) for f in _RAW_FIELDS),
@@ -330,13 +331,12 @@ def _base_frame(run: RunInfo, raw: _RawTurns, golden: GoldenSet) -> pd.DataFrame
             cache[key] = _score_item(item)
     scores = pd.DataFrame.from_records([_UNSCORED if k is None else cache[k] for k in keys],
                                        columns=list(_SCORE_FIELDS))
-    info = {s.id: (s.role, s.mode) for s in run.systems}
     entry_meta = pd.DataFrame.from_records(
         [(e.id, e.language, e.voice_expected.conversational_intent, e.safety, ";".join(e.tags)) for e in golden.entries],
         columns=["entry_id", "language", "expected_intent", "safety", "tags"]).drop_duplicates("entry_id")
     out = frame[["run_id", "system_id"]].copy()
-    out["role"] = frame["system_id"].map(lambda x: info.get(x, ("candidate", "unknown"))[0])
-    out["mode"] = frame["system_id"].map(lambda x: info.get(x, ("candidate", "unknown"))[1])
+    out["role"] = frame["system_id"].map({s.id: s.role for s in run.systems}).fillna("candidate")
+    out["mode"] = frame["system_id"].map({s.id: s.mode for s in run.systems}).fillna("unknown")
     out["emulated"] = out["mode"] == "emulated"
     for column in ("entry_id", "trial", "status", "failure_reason", "attempts"):
         out[column] = frame[column]

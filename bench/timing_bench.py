@@ -97,8 +97,8 @@ class LevelResult:
 class Diagnostics:
     """What else the harness process did during a level: GC pauses and event-loop lag.
 
-    The lag probe asks to be woken every 10 ms via ``loop.call_at`` and records how late it ran (asyncio's
-    epoll wait has 1 ms granularity, so up to ~1 ms of it is the timer's resolution, not load).
+    The lag probe asks to be woken 10 ms after it last ran (``loop.call_at``) and records how late it ran
+    (asyncio's epoll wait has 1 ms granularity, so up to ~1 ms of it is the timer's resolution, not load).
     """
 
     def __init__(self) -> None:
@@ -115,8 +115,9 @@ class Diagnostics:
 
     def _tick(self, due: float) -> None:
         loop = asyncio.get_running_loop()
-        self.loop_lag_ms.append((loop.time() - due) * 1000)
-        self._handle = loop.call_at(due + 0.01, self._tick, due + 0.01)
+        now = loop.time()
+        self.loop_lag_ms.append((now - due) * 1000)
+        self._handle = loop.call_at(now + 0.01, self._tick, now + 0.01)
 
     def start(self) -> None:
         gc.callbacks.append(self._on_gc)

@@ -21,7 +21,7 @@ def config_file(tmp_path: Path) -> Path:
         "reports_dir": str(tmp_path / "reports"),
         "systems": [
             {"id": "inhouse", "adapter": "inhouse", "role": "reference"},
-            {"id": "baseline", "adapter": "baseline", "role": "baseline"},
+            {"id": "baseline", "adapter": "generic_rag", "role": "baseline"},
         ],
     }
     path = tmp_path / "config.yaml"

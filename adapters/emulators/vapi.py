@@ -558,12 +558,7 @@ class _Server:
             "temperature": model.get("temperature", 0),
             "stream": True,
             "stream_options": {"include_usage": True},
-            "call": {
-                "id": call.id,
-                "orgId": self.options.org_id,
-                "type": "vapi.websocketCall",
-                "assistantOverrides": call.request.assistant_overrides or {},
-            },
+            "call": self.call_json(call),
             "metadata": (call.request.assistant_overrides or {}).get("metadata")
             or call.request.metadata
             or {},
@@ -723,7 +718,7 @@ class _Server:
             message={
                 "type": "tool-calls",
                 "timestamp": _epoch_ms(),
-                "call": {"id": call.id, "orgId": self.options.org_id},
+                "call": self.call_json(call),
                 "toolCallList": [item.wire()],
                 "toolWithToolCallList": [
                     {"type": "function", "function": {"name": item.function.name}, "toolCall": item.wire()}
@@ -847,7 +842,7 @@ class _Server:
         if wanted is not None and message["type"] not in wanted:
             return
         message.setdefault("timestamp", _epoch_ms())
-        message.setdefault("call", {"id": call.id, "orgId": self.options.org_id})
+        message.setdefault("call", self.call_json(call))
         envelope = WebhookEnvelope(message=message).wire()
         self.webhooks_sent.append(envelope)
         with contextlib.suppress(httpx.HTTPError):

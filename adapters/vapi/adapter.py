@@ -119,18 +119,9 @@ FRAME_MS = 20
 
 
 def vapi_intent_parameters() -> dict[str, Any]:
-    """``INTENT_TOOL_PARAMETERS`` in the JSON-schema subset Vapi accepts: ``JsonSchema.enum`` is a list of
-    strings (vapi-server-sdk ``types/json_schema.py``), so the nullable ``target_language`` becomes an
-    optional string property."""
-    parameters = copy.deepcopy(INTENT_TOOL_PARAMETERS)
-    for prop in parameters.get("properties", {}).values():
-        if isinstance(prop.get("enum"), list):
-            prop["enum"] = [v for v in prop["enum"] if isinstance(v, str)]
-        if isinstance(prop.get("type"), list):
-            kinds = [t for t in prop["type"] if t != "null"]
-            prop["type"] = kinds[0] if len(kinds) == 1 else kinds
-    parameters["properties"]["target_language"]["description"] = "only with switch_language"
-    return parameters
+    """``INTENT_TOOL_PARAMETERS`` as a fresh copy (it already uses only string enums, which Vapi's
+    ``JsonSchema`` requires)."""
+    return copy.deepcopy(INTENT_TOOL_PARAMETERS)
 
 
 def ended_reason_retryable(reason: str) -> bool:

@@ -12,6 +12,9 @@ shows at most ``FAILURE_ROWS_IN_HTML`` failure details per system with the total
 from __future__ import annotations
 
 import csv
+import multiprocessing
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -161,6 +164,32 @@ def write_turns_csv(frame: pd.DataFrame, path: Path) -> None:
         writer.writerows(zip(*data, strict=True))
 
 
+BACKGROUND_CSV_MIN_ROWS = 20_000
+
+
+def _start_turns_csv(frame: pd.DataFrame, path: Path) -> Callable[[], None]:
+    """Write turns.csv; for large runs in a forked child process, so it overlaps with rendering the report.
+
+    Returns a function that waits for the file. If the child fails the file is written in this process, so
+    nothing is lost silently. BENCH_REPORT_FORK=0 turns the child process off.
+    """
+    use_fork = (len(frame) >= BACKGROUND_CSV_MIN_ROWS and os.environ.get("BENCH_REPORT_FORK", "1") != "0"
+                and "fork" in multiprocessing.get_all_start_methods())
+    if not use_fork:
+        write_turns_csv(frame, path)
+        return lambda: None
+    child = multiprocessing.get_context("fork").Process(target=write_turns_csv, args=(frame, path),
+                                                        name="turns-csv", daemon=True)
+    child.start()
+
+    def wait() -> None:
+        child.join()
+        if child.exitcode != 0:
+            write_turns_csv(frame, path)
+
+    return wait
+
+
 def write_report(store: Store, run_id: str, golden: GoldenSet, out_dir: Path, *, compare_run_id: str | None = None,
                  judge: FaithfulnessJudge | None = None, timings: dict[str, float] | None = None) -> ReportPaths:
     """Write report.html, report.md, summary.json and turns.csv for ``run_id`` into ``out_dir``.
@@ -171,6 +200,10 @@ def write_report(store: Store, run_id: str, golden: GoldenSet, out_dir: Path, *,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     run, frame, judge_info = _load(store, run_id, golden, judge, timings=timings)
+    paths = ReportPaths(html=out_dir / "report.html", markdown=out_dir / "report.md",
+                        summary_json=out_dir / "summary.json", turns_csv=out_dir / "turns.csv")
+    with phase(timings, "write turns.csv (start)"):
+        wait_for_csv = _start_turns_csv(frame, paths.turns_csv)
     with phase(timings, "summarize"):
         summary = summarize_frame(run, frame, golden, judge.name, judge_info)
     regressions = None
@@ -181,14 +214,12 @@ def write_report(store: Store, run_id: str, golden: GoldenSet, out_dir: Path, *,
     with phase(timings, "trend"):
         points = trend(store, golden, current=(run, frame))
     generated_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    paths = ReportPaths(html=out_dir / "report.html", markdown=out_dir / "report.md",
-                        summary_json=out_dir / "summary.json", turns_csv=out_dir / "turns.csv")
     with phase(timings, "write summary.json + report.md"):
         paths.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
         paths.markdown.write_text(render_markdown(summary, regressions), encoding="utf-8")
-    with phase(timings, "write turns.csv"):
-        write_turns_csv(frame, paths.turns_csv)
     with phase(timings, "render report.html"):
         paths.html.write_text(render_html(summary, frame, points, regressions, compare_run_id, generated_at),
                               encoding="utf-8")
+    with phase(timings, "write turns.csv (wait)"):
+        wait_for_csv()
     return paths

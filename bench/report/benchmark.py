@@ -29,6 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=100_000, help="turn rows in the synthetic run")
     parser.add_argument("--entries", type=int, default=250, help="golden entries")
     parser.add_argument("--keep", type=Path, help="write the store and report here instead of a temp dir")
+    parser.add_argument("--all-distinct", action="store_true",
+                        help="make every answer distinct (worst case: every turn is scored on its own)")
     args = parser.parse_args(argv)
 
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="bench-report-"))
@@ -39,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         golden = synthetic_golden(args.entries)
         store = Store(store_path)
         started = time.perf_counter()
-        build_synthetic_run(store, golden, n_turns=args.turns)
+        build_synthetic_run(store, golden, n_turns=args.turns, distinct_answers=args.all_distinct)
         rows = store.count_turns("synthetic-run")
         print(f"built a store with {rows:,} turn rows in {time.perf_counter() - started:.1f} s (not timed below)")
 
@@ -52,8 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         width = max(len(name) for name in timings)
         for name, seconds in timings.items():
             print(f"  {name:<{width}}  {seconds:6.2f} s")
-        print(f"distinct turns scored: {len(metrics._SCORE_CACHE):,} of {rows:,}; "
+        scored = len(metrics._SCORE_CACHE)
+        print(f"distinct turns scored: {scored:,} of {rows:,}; "
               f"distinct answers checked for faithfulness: {len(metrics._FAITH_CACHE):,}")
+        per_distinct = (timings.get("score turns", 0) + timings.get("faithfulness", 0)) / max(scored, 1) * 1000
+        print(f"scoring + faithfulness per distinct turn: {per_distinct:.2f} ms (includes fixed costs)")
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"machine: {os.cpu_count()} CPUs, load average {load}")
         print(f"report for {rows:,} turn rows rendered in {total:.2f} s "

@@ -170,6 +170,16 @@ def _answer(system: SyntheticSystem, entry: GoldenEntry, variant: int,
     return answer, intent, target
 
 
+def _word(n: int) -> str:
+    """A unique lowercase letter-only word for ``n`` (no digits, so it does not break the voice shape)."""
+    letters = ""
+    n += 26 * 27
+    while n:
+        n, rest = divmod(n, 26)
+        letters = "abcdefghijklmnopqrstuvwxyz"[rest] + letters
+    return "ok" + letters
+
+
 def _timeline(answer: str, ttft: float, ttfa: float | None, done: float, tool: bool) -> list[TimelineEvent]:
     """Events as the runner records them: user_turn_sent, one text delta per word, first audio, usage, done."""
     words = answer.split(" ")
@@ -189,9 +199,13 @@ def _timeline(answer: str, ttft: float, ttfa: float | None, done: float, tool: b
 
 def build_synthetic_run(store: Store, golden: GoldenSet, *, n_turns: int, run_id: str = "synthetic-run",
                         systems: tuple[SyntheticSystem, ...] = DEFAULT_SYSTEMS, seed: int = 11,
-                        created_at: datetime | None = None, answer_overrides: dict[tuple[str, str], str] | None = None
-                        ) -> RunInfo:
-    """Record a synthetic run of about ``n_turns`` turns (entries x systems x trials) into ``store``."""
+                        created_at: datetime | None = None, answer_overrides: dict[tuple[str, str], str] | None = None,
+                        distinct_answers: bool = False) -> RunInfo:
+    """Record a synthetic run of about ``n_turns`` turns (entries x systems x trials) into ``store``.
+
+    ``distinct_answers`` prefixes every answer with a unique word, so that no two turns share an answer (the
+    worst case for the report's scorer, which scores each distinct answer once).
+    """
     rng = np.random.default_rng(seed)
     trials = max(1, round(n_turns / (len(golden.entries) * len(systems))))
     created = created_at or datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -218,6 +232,8 @@ def build_synthetic_run(store: Store, golden: GoldenSet, *, n_turns: int, run_id
                     variants[key] = _answer(system, entry, key[1], rng)
                 answer, intent, target = variants[key]
                 answer = overrides.get((system.id, entry.id), answer)
+                if distinct_answers:
+                    answer = f"{_word(written)}, {answer}"
                 ttft = float(rng.lognormal(np.log(system.ttft_median_ms), 0.35))
                 if rng.random() < system.p_exec_failure:
                     store.record_turn(TurnRecord(run_id=run_id, system_id=system.id, entry_id=entry.id, trial=trial,

@@ -492,6 +492,18 @@ async def test_webhooks_reach_the_server_url(stack):
         assert results == ["intent noted"]
         kinds = [m["type"] for m in received]
         assert kinds == ["status-update", "tool-calls", "status-update", "end-of-call-report"]
+        from vapi.core.pydantic_utilities import parse_obj_as
+        from vapi.types import ServerMessageEndOfCallReport, ServerMessageStatusUpdate, ServerMessageToolCalls
+
+        server_types = {
+            "status-update": ServerMessageStatusUpdate,
+            "tool-calls": ServerMessageToolCalls,
+            "end-of-call-report": ServerMessageEndOfCallReport,
+        }
+        for message in received:
+            parse_obj_as(
+                server_types[message["type"]], message
+            )  # strict: the SDK's webhook types accept them
         report = received[-1]
         assert report["endedReason"] == "customer-ended-call" and report["cost"] > 0
         assert report["artifact"]["performanceMetrics"]["turnLatencies"]
