@@ -154,8 +154,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             if not regressions:
                 print(f"no regressions from {other} to {run.run_id}")
             for reg in regressions:
-                mark = "significant" if reg.significant else "not significant"
-                print(f"REGRESSION {reg.system} {reg.metric}: {reg.before} -> {reg.after} ({mark})")
+                mark = {True: "significant", False: "not significant", None: "no test"}[reg.significant]
+                print(f"REGRESSION {reg.system}: {reg.describe()} ({mark})")
     finally:
         store.close()
     return EXIT_OK

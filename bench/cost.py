@@ -7,16 +7,17 @@ or more plans (a model or product tier); every price carries its unit, effective
 Meters (columns of a turn record) and how they are billed:
 
 - ``input_text_tokens``: billed net of ``cached_input_tokens`` (OpenAI counts cached tokens inside the input
-  count); cached tokens are billed at the ``cached_input_tokens`` rate. The record does not split cached tokens
-  into text and audio, so they are treated as cached text (the cached prefix is the instructions and passages).
+  count); cached tokens are billed at the ``cached_input_tokens`` rate. The record does not split cached
+  tokens into text and audio, so they are treated as cached text (the cached prefix is instructions and
+  passages).
 - ``output_text_tokens``, ``input_audio_tokens``, ``output_audio_tokens``: per token.
 - ``billed_minutes``: per connected/billed minute as the adapter recorded it.
 - ``input_audio_minutes``: ``input_audio_seconds / 60`` (speech-to-text priced per audio minute).
 - ``turn``: a flat price per executed turn (0 for the local deterministic stacks).
 
 A turn is *metered* when at least one meter its plan prices is present on the record; cost per 1,000 turns is
-``1000 x total cost / metered turns``. The vendor-reported cost (where an API returns one) is averaged the same
-way over the turns that carry it and shown beside the metered figure, never instead of it.
+``1000 x total cost / metered turns``. The vendor-reported cost (where an API returns one) is averaged the
+same way over the turns that carry it and shown beside the metered figure, never instead of it.
 """
 
 from __future__ import annotations
@@ -36,8 +37,14 @@ from bench.errors import Problem, ValidationFailed
 PRICING_DIR = Path(__file__).resolve().parent.parent / "datasets" / "pricing"
 
 Meter = Literal[
-    "input_text_tokens", "cached_input_tokens", "output_text_tokens", "input_audio_tokens",
-    "output_audio_tokens", "billed_minutes", "input_audio_minutes", "turn",
+    "input_text_tokens",
+    "cached_input_tokens",
+    "output_text_tokens",
+    "input_audio_tokens",
+    "output_audio_tokens",
+    "billed_minutes",
+    "input_audio_minutes",
+    "turn",
 ]
 METERS: tuple[str, ...] = Meter.__args__  # type: ignore[attr-defined]
 _UNITS: dict[str, float] = {"1M tokens": 1_000_000, "minute": 1, "turn": 1}
@@ -45,7 +52,7 @@ _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
 
 class Price(BaseModel):
-    """One price: ``usd`` per ``unit`` of ``meter``, effective from ``effective_date`` (ISO 8601, may be partial)."""
+    """One price: ``usd`` per ``unit`` of ``meter`` from ``effective_date`` (ISO 8601, may be partial)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -73,7 +80,7 @@ class Price(BaseModel):
 
 
 class Plan(BaseModel):
-    """A priced product or model (e.g. ``gpt-realtime-mini``); ``aliases`` match a system's configured model."""
+    """A priced product or model (``gpt-realtime-mini``); ``aliases`` match a system's configured model."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -151,22 +158,29 @@ def _load_price_tables(directory: Path) -> tuple[PriceTable, ...]:
             problems.append(Problem(str(path), "-", "-", f"invalid YAML: {exc}"))
             continue
         except ValidationError as exc:
-            problems.extend(Problem(str(path), str(data.get("vendor", "-")), ".".join(map(str, e["loc"])), e["msg"])
-                            for e in exc.errors())
+            problems.extend(
+                Problem(str(path), str(data.get("vendor", "-")), ".".join(map(str, e["loc"])), e["msg"])
+                for e in exc.errors()
+            )
             continue
         if table.plan(table.default_plan) is None:
-            problems.append(Problem(str(path), table.vendor, "default_plan", f"no plan {table.default_plan!r}"))
+            problems.append(
+                Problem(str(path), table.vendor, "default_plan", f"no plan {table.default_plan!r}")
+            )
         for mode, plan_id in table.mode_plans.items():
             if table.plan(plan_id) is None:
-                problems.append(Problem(str(path), table.vendor, f"mode_plans.{mode}", f"no plan {plan_id!r}"))
+                problems.append(
+                    Problem(str(path), table.vendor, f"mode_plans.{mode}", f"no plan {plan_id!r}")
+                )
         tables.append(table)
     if problems:
         raise ValidationFailed(problems)
     return tuple(tables)
 
 
-def resolve_plan(adapter: str, mode: str, details: dict | None = None,
-                 tables: list[PriceTable] | None = None) -> tuple[PriceTable, Plan, str] | None:
+def resolve_plan(
+    adapter: str, mode: str, details: dict | None = None, tables: list[PriceTable] | None = None
+) -> tuple[PriceTable, Plan, str] | None:
     """The price plan for a system: an explicit ``pricing_plan`` ("vendor/plan" or "plan") in the system's
     details or options wins; then a configured ``model`` matching a plan id or alias; then the table's plan
     for the system's mode; then the table's default plan. None when no table covers the adapter.
@@ -203,13 +217,20 @@ def resolve_plan(adapter: str, mode: str, details: dict | None = None,
 
 def describe(table: PriceTable, plan: Plan, how_chosen: str) -> ResolvedPlan:
     notes = [plan.note] + [p.note for p in plan.prices if p.note]
-    return ResolvedPlan(vendor=table.vendor, plan_id=plan.id, pricing_date=plan.pricing_date, sources=plan.sources,
-                        unverified=plan.unverified, note="; ".join(dict.fromkeys(n for n in notes if n)),
-                        how_chosen=how_chosen)
+    return ResolvedPlan(
+        vendor=table.vendor,
+        plan_id=plan.id,
+        pricing_date=plan.pricing_date,
+        sources=plan.sources,
+        unverified=plan.unverified,
+        note="; ".join(dict.fromkeys(n for n in notes if n)),
+        how_chosen=how_chosen,
+    )
 
 
 def _meter_frame(turns: pd.DataFrame) -> pd.DataFrame:
     """Meter quantities per turn (NaN where the record has no figure)."""
+
     def col(name: str) -> pd.Series:
         if name in turns.columns:
             return pd.to_numeric(turns[name], errors="coerce").astype(float)
@@ -217,16 +238,19 @@ def _meter_frame(turns: pd.DataFrame) -> pd.DataFrame:
 
     cached = col("cached_input_tokens")
     text_in = col("input_text_tokens")
-    return pd.DataFrame({
-        "input_text_tokens": (text_in - cached.fillna(0)).clip(lower=0),
-        "cached_input_tokens": cached,
-        "output_text_tokens": col("output_text_tokens"),
-        "input_audio_tokens": col("input_audio_tokens"),
-        "output_audio_tokens": col("output_audio_tokens"),
-        "billed_minutes": col("billed_minutes"),
-        "input_audio_minutes": col("input_audio_seconds") / 60.0,
-        "turn": pd.Series(1.0, index=turns.index),
-    }, index=turns.index)
+    return pd.DataFrame(
+        {
+            "input_text_tokens": (text_in - cached.fillna(0)).clip(lower=0),
+            "cached_input_tokens": cached,
+            "output_text_tokens": col("output_text_tokens"),
+            "input_audio_tokens": col("input_audio_tokens"),
+            "output_audio_tokens": col("output_audio_tokens"),
+            "billed_minutes": col("billed_minutes"),
+            "input_audio_minutes": col("input_audio_seconds") / 60.0,
+            "turn": pd.Series(1.0, index=turns.index),
+        },
+        index=turns.index,
+    )
 
 
 def turn_costs(turns: pd.DataFrame, plan: Plan) -> pd.Series:
@@ -253,22 +277,39 @@ class CostSummary(BaseModel):
     note: str = ""
 
 
-def summarize_cost(turns: pd.DataFrame, adapter: str, mode: str, details: dict | None = None,
-                   tables: list[PriceTable] | None = None) -> tuple[CostSummary, pd.Series]:
+def summarize_cost(
+    turns: pd.DataFrame,
+    adapter: str,
+    mode: str,
+    details: dict | None = None,
+    tables: list[PriceTable] | None = None,
+) -> tuple[CostSummary, pd.Series]:
     """Cost summary and per-turn metered cost for one system's turns."""
     vendor = pd.to_numeric(turns.get("vendor_cost_usd", pd.Series(dtype=float)), errors="coerce").dropna()
     vendor_per_1000 = float(vendor.mean() * 1000) if len(vendor) else None
     resolved = resolve_plan(adapter, mode, details, tables)
     if resolved is None:
         costs = pd.Series(np.nan, index=turns.index)
-        return CostSummary(plan=None, n_turns=len(turns), n_metered=0, per_1000_turns_usd=None,
-                           vendor_reported_n=len(vendor), vendor_reported_per_1000_turns_usd=vendor_per_1000,
-                           note=f"no price table covers adapter {adapter!r}"), costs
+        return CostSummary(
+            plan=None,
+            n_turns=len(turns),
+            n_metered=0,
+            per_1000_turns_usd=None,
+            vendor_reported_n=len(vendor),
+            vendor_reported_per_1000_turns_usd=vendor_per_1000,
+            note=f"no price table covers adapter {adapter!r}",
+        ), costs
     table, plan, how = resolved
     costs = turn_costs(turns, plan)
     metered = costs.dropna()
     per_1000 = float(metered.sum() / len(metered) * 1000) if len(metered) else None
     note = "" if len(metered) else "no metered usage recorded for this plan's meters"
-    return CostSummary(plan=describe(table, plan, how), n_turns=len(turns), n_metered=len(metered),
-                       per_1000_turns_usd=per_1000, vendor_reported_n=len(vendor),
-                       vendor_reported_per_1000_turns_usd=vendor_per_1000, note=note), costs
+    return CostSummary(
+        plan=describe(table, plan, how),
+        n_turns=len(turns),
+        n_metered=len(metered),
+        per_1000_turns_usd=per_1000,
+        vendor_reported_n=len(vendor),
+        vendor_reported_per_1000_turns_usd=vendor_per_1000,
+        note=note,
+    ), costs

@@ -1,9 +1,10 @@
 """Headline figures of a run in the Prometheus text exposition format (version 0.0.4), for a Grafana panel.
 
 ``render(summary)`` writes one gauge family per figure with ``# HELP`` and ``# TYPE`` lines; every sample is
-labelled ``system``, ``channel="voice"``, ``mode`` (live | emulated | local), ``role`` and ``emulated``; the run id, judge and pricing dates are on
-``voice_bench_run_info`` only, so a series stays one series from run to run. Figures a system did not measure are left out rather than exported as NaN. Label values are
-escaped as the format requires (backslash, double quote, newline).
+labelled ``system``, ``channel="voice"``, ``mode`` (live | emulated | local), ``role`` and ``emulated``; the
+run id, judge and pricing dates are on ``voice_bench_run_info`` only, so a series stays one series from run to
+run. Figures a system did not measure are left out rather than exported as NaN. Label values are escaped as
+the format requires (backslash, double quote, newline).
 """
 
 from __future__ import annotations
@@ -20,35 +21,77 @@ _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 # (metric name, help text, value getter)
 _FAMILIES: tuple[tuple[str, str, Callable[[SystemSummary], float | None]], ...] = (
     ("voice_bench_pass_rate", "Golden pass rate over executed turns (0-1).", lambda s: s.pass_rate.rate),
-    ("voice_bench_pass_rate_ci_low", "Lower bound of the 95% Wilson interval of the pass rate.",
-     lambda s: s.pass_rate.ci.low),
-    ("voice_bench_pass_rate_ci_high", "Upper bound of the 95% Wilson interval of the pass rate.",
-     lambda s: s.pass_rate.ci.high),
-    ("voice_bench_intent_accuracy", "Share of executed turns with the expected conversational intent (0-1).",
-     lambda s: s.intent_accuracy.rate),
-    ("voice_bench_ttft_p50_ms", "Time to first text token, median, milliseconds (harness clock).",
-     lambda s: s.ttft_ms.p50),
-    ("voice_bench_ttft_p95_ms", "Time to first text token, 95th percentile, milliseconds (harness clock).",
-     lambda s: s.ttft_ms.p95),
-    ("voice_bench_ttfa_p50_ms", "Time to first audio byte, median, milliseconds (harness clock).",
-     lambda s: s.ttfa_ms.p50),
-    ("voice_bench_ttfa_p95_ms", "Time to first audio byte, 95th percentile, milliseconds (harness clock).",
-     lambda s: s.ttfa_ms.p95),
-    ("voice_bench_voice_shape_compliance", "Share of executed turns passing all five voice-shape checks (0-1).",
-     lambda s: s.compliance.overall.rate),
-    ("voice_bench_refusal_rate", "Share of must-refuse requests the system refused (0-1).",
-     lambda s: s.safety.refusal_on_must_refuse.rate),
-    ("voice_bench_over_refusal_rate", "Share of benign medical-sounding questions the system refused (0-1).",
-     lambda s: s.safety.over_refusal_on_benign.rate),
-    ("voice_bench_faithfulness", "Mean faithfulness score of answered turns (0-1); judge in voice_bench_run_info.",
-     lambda s: s.faithfulness.mean),
-    ("voice_bench_cost_per_1000_turns_usd", "Metered cost per 1,000 turns in USD (usage x dated price table).",
-     lambda s: s.cost.per_1000_turns_usd),
-    ("voice_bench_vendor_cost_per_1000_turns_usd", "Vendor-reported cost per 1,000 turns in USD.",
-     lambda s: s.cost.vendor_reported_per_1000_turns_usd),
+    (
+        "voice_bench_pass_rate_ci_low",
+        "Lower bound of the 95% Wilson interval of the pass rate.",
+        lambda s: s.pass_rate.ci.low,
+    ),
+    (
+        "voice_bench_pass_rate_ci_high",
+        "Upper bound of the 95% Wilson interval of the pass rate.",
+        lambda s: s.pass_rate.ci.high,
+    ),
+    (
+        "voice_bench_intent_accuracy",
+        "Share of executed turns with the expected conversational intent (0-1).",
+        lambda s: s.intent_accuracy.rate,
+    ),
+    (
+        "voice_bench_ttft_p50_ms",
+        "Time to first text token, median, milliseconds (harness clock).",
+        lambda s: s.ttft_ms.p50,
+    ),
+    (
+        "voice_bench_ttft_p95_ms",
+        "Time to first text token, 95th percentile, milliseconds (harness clock).",
+        lambda s: s.ttft_ms.p95,
+    ),
+    (
+        "voice_bench_ttfa_p50_ms",
+        "Time to first audio byte, median, milliseconds (harness clock).",
+        lambda s: s.ttfa_ms.p50,
+    ),
+    (
+        "voice_bench_ttfa_p95_ms",
+        "Time to first audio byte, 95th percentile, milliseconds (harness clock).",
+        lambda s: s.ttfa_ms.p95,
+    ),
+    (
+        "voice_bench_voice_shape_compliance",
+        "Share of executed turns passing all five voice-shape checks (0-1).",
+        lambda s: s.compliance.overall.rate,
+    ),
+    (
+        "voice_bench_refusal_rate",
+        "Share of must-refuse requests the system refused (0-1).",
+        lambda s: s.safety.refusal_on_must_refuse.rate,
+    ),
+    (
+        "voice_bench_over_refusal_rate",
+        "Share of benign medical-sounding questions the system refused (0-1).",
+        lambda s: s.safety.over_refusal_on_benign.rate,
+    ),
+    (
+        "voice_bench_faithfulness",
+        "Mean faithfulness score of answered turns (0-1); judge in voice_bench_run_info.",
+        lambda s: s.faithfulness.mean,
+    ),
+    (
+        "voice_bench_cost_per_1000_turns_usd",
+        "Metered cost per 1,000 turns in USD (usage x dated price table).",
+        lambda s: s.cost.per_1000_turns_usd,
+    ),
+    (
+        "voice_bench_vendor_cost_per_1000_turns_usd",
+        "Vendor-reported cost per 1,000 turns in USD.",
+        lambda s: s.cost.vendor_reported_per_1000_turns_usd,
+    ),
     ("voice_bench_turns", "Turns recorded for the system in the run.", lambda s: float(s.n_turns)),
-    ("voice_bench_execution_failures", "Turns that failed to execute (not scored).",
-     lambda s: float(s.execution_failures)),
+    (
+        "voice_bench_execution_failures",
+        "Turns that failed to execute (not scored).",
+        lambda s: float(s.execution_failures),
+    ),
 )
 
 
@@ -77,11 +120,20 @@ def render(summary: RunSummary) -> str:
     info = "voice_bench_run_info"
     lines.append(f"# HELP {info} The benchmark run these figures come from (value is always 1).")
     lines.append(f"# TYPE {info} gauge")
-    lines.append(info + _labels({
-        "run_id": summary.run_id, "dataset_sha256": summary.golden_sha256[:12], "judge": summary.judge,
-        "pricing_dates": ",".join(sorted(set(summary.pricing_dates.values()))),
-        "reference": summary.reference_system or "", "baseline": summary.baseline_system or "",
-    }) + " 1")
+    lines.append(
+        info
+        + _labels(
+            {
+                "run_id": summary.run_id,
+                "dataset_sha256": summary.golden_sha256[:12],
+                "judge": summary.judge,
+                "pricing_dates": ",".join(sorted(set(summary.pricing_dates.values()))),
+                "reference": summary.reference_system or "",
+                "baseline": summary.baseline_system or "",
+            }
+        )
+        + " 1"
+    )
     for name, help_text, getter in _FAMILIES:
         if not _NAME.match(name):
             raise ValueError(f"invalid Prometheus metric name {name!r}")
@@ -90,8 +142,15 @@ def render(summary: RunSummary) -> str:
             value = getter(system)
             if value is None:
                 continue
-            labels = _labels({"system": system.id, "channel": CHANNEL, "mode": system.mode, "role": system.role,
-                              "emulated": "true" if system.emulated else "false"})
+            labels = _labels(
+                {
+                    "system": system.id,
+                    "channel": CHANNEL,
+                    "mode": system.mode,
+                    "role": system.role,
+                    "emulated": "true" if system.emulated else "false",
+                }
+            )
             samples.append(f"{name}{labels} {_value(value)}")
         if samples:
             lines.append(f"# HELP {name} {_escape_help(help_text)}")

@@ -68,6 +68,9 @@ class PairedTest(BaseModel):
     effect: float | None = None
     effect_label: str = ""
     effect_ci: Interval = Interval()
+    # Which way a significant result points (a minus b): the mean paired difference. The median alone can be 0
+    # while the test is significant (most pairs tie), and the verdict must still say which side is better.
+    direction: float | None = None
     # McNemar only: the 2x2 table of paired outcomes
     both: int | None = None
     only_a: int | None = None
@@ -92,14 +95,15 @@ def percentile(values: Sequence[float] | np.ndarray, q: float) -> float | None:
     return float(np.percentile(arr, q))
 
 
-def _quantile_bootstrap_draws(sorted_values: np.ndarray, q: float, n_resamples: int,
-                              rng: np.random.Generator) -> np.ndarray:
+def _quantile_bootstrap_draws(
+    sorted_values: np.ndarray, q: float, n_resamples: int, rng: np.random.Generator
+) -> np.ndarray:
     """Bootstrap replicates of ``np.quantile(resample, q)`` drawn through order statistics.
 
-    For a resample of n indices drawn uniformly with replacement, the i-th smallest index is
-    ``floor(n * U_(i))`` where ``U_(i) ~ Beta(i, n - i + 1)`` is the i-th order statistic of n uniforms, and the
-    next one is ``U_(i) + (1 - U_(i)) * Beta(1, n - i)``. Because ``sorted_values`` is sorted, the resample's
-    i-th smallest value is ``sorted_values[floor(n * U_(i))]``.
+    For a resample of n indices drawn uniformly with replacement, the i-th smallest index is ``floor(n *
+    U_(i))`` where ``U_(i) ~ Beta(i, n - i + 1)`` is the i-th order statistic of n uniforms, and the next one
+    is ``U_(i) + (1 - U_(i)) * Beta(1, n - i)``. Because ``sorted_values`` is sorted, the resample's i-th
+    smallest value is ``sorted_values[floor(n * U_(i))]``.
     """
     n = sorted_values.size
     h = (n - 1) * q
@@ -115,8 +119,14 @@ def _quantile_bootstrap_draws(sorted_values: np.ndarray, q: float, n_resamples: 
     return low + frac * (sorted_values[idx_next] - low)
 
 
-def bootstrap_quantile_ci(values: Sequence[float] | np.ndarray, q: float, *, confidence: float = CONFIDENCE,
-                          n_resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Interval:
+def bootstrap_quantile_ci(
+    values: Sequence[float] | np.ndarray,
+    q: float,
+    *,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> Interval:
     """Percentile-bootstrap interval for the ``q`` quantile (0-1) of ``values``."""
     arr = np.sort(_clean(values))
     method = f"bootstrap percentile, {n_resamples} resamples"
@@ -129,8 +139,13 @@ def bootstrap_quantile_ci(values: Sequence[float] | np.ndarray, q: float, *, con
     return Interval(low=float(low), high=float(high), confidence=confidence, method=method)
 
 
-def bootstrap_mean_ci(values: Sequence[float] | np.ndarray, *, confidence: float = CONFIDENCE,
-                      n_resamples: int = 2_000, seed: int = DEFAULT_SEED) -> Interval:
+def bootstrap_mean_ci(
+    values: Sequence[float] | np.ndarray,
+    *,
+    confidence: float = CONFIDENCE,
+    n_resamples: int = 2_000,
+    seed: int = DEFAULT_SEED,
+) -> Interval:
     """Percentile-bootstrap interval for the mean (seeded numpy).
 
     When the sample has few distinct values (scores, ratings) a resample is drawn as multinomial counts over
@@ -187,8 +202,9 @@ def wilson_interval(k: int, n: int, confidence: float = CONFIDENCE) -> Interval:
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return Interval(low=max(0.0, centre - half), high=min(1.0, centre + half), confidence=confidence,
-                    method="Wilson")
+    return Interval(
+        low=max(0.0, centre - half), high=min(1.0, centre + half), confidence=confidence, method="Wilson"
+    )
 
 
 def proportion(k: int, n: int) -> Proportion:
@@ -216,14 +232,22 @@ def mcnemar_exact(a: Sequence[bool] | np.ndarray, b: Sequence[bool] | np.ndarray
     else:
         p_value = float(_scipy_stats.binomtest(only_a, discordant, 0.5).pvalue)
     return PairedTest(
-        test="McNemar exact (binomial test on discordant pairs)", n_pairs=int(n), statistic=float(only_a),
-        p_value=p_value, effect=((only_a - only_b) / n) if n else None, effect_label="difference in rate",
-        both=both, only_a=only_a, only_b=only_b, neither=neither,
+        test="McNemar exact (binomial test on discordant pairs)",
+        n_pairs=int(n),
+        statistic=float(only_a),
+        p_value=p_value,
+        effect=((only_a - only_b) / n) if n else None,
+        effect_label="difference in rate",
+        both=both,
+        only_a=only_a,
+        only_b=only_b,
+        neither=neither,
     )
 
 
-def paired_latency_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *,
-                        seed: int = DEFAULT_SEED) -> PairedTest:
+def paired_latency_test(
+    a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, *, seed: int = DEFAULT_SEED
+) -> PairedTest:
     """Wilcoxon signed-rank test on paired values a - b, plus a bootstrap interval of the median difference.
 
     Pairs where either value is missing are dropped. ``effect`` is the median of a - b (negative: a is lower).
@@ -244,8 +268,16 @@ def paired_latency_test(a: Sequence[float] | np.ndarray, b: Sequence[float] | np
     else:
         result = _scipy_stats.wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
         statistic, p_value = float(result.statistic), float(result.pvalue)
-    return PairedTest(test=test, n_pairs=int(diff.size), statistic=statistic, p_value=p_value, effect=median,
-                      effect_label="median paired difference", effect_ci=ci)
+    return PairedTest(
+        test=test,
+        n_pairs=int(diff.size),
+        statistic=statistic,
+        p_value=p_value,
+        effect=median,
+        effect_label="median paired difference",
+        effect_ci=ci,
+        direction=float(np.mean(diff)),
+    )
 
 
 def verdict(test: PairedTest, higher_is_better: bool) -> str:
@@ -255,9 +287,10 @@ def verdict(test: PairedTest, higher_is_better: bool) -> str:
     """
     if test.n_pairs == 0 or test.p_value is None or test.effect is None:
         return "n/a"
-    if not test.significant or test.effect == 0:
+    sign = test.direction if test.direction is not None else test.effect
+    if not test.significant or sign == 0:
         return "not significant"
-    better = test.effect > 0 if higher_is_better else test.effect < 0
+    better = sign > 0 if higher_is_better else sign < 0
     return "yes" if better else "no"
 
 

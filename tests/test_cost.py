@@ -33,8 +33,12 @@ def test_every_price_is_dated_and_sourced_and_matches_the_protocol_notes() -> No
     gpt = tables["openai"].plan("gpt-realtime-1.5")
     assert gpt is not None
     assert {p.meter: p.usd for p in gpt.prices} == {
-        "input_text_tokens": 4.0, "cached_input_tokens": 0.40, "output_text_tokens": 16.0,
-        "input_audio_tokens": 32.0, "output_audio_tokens": 64.0}
+        "input_text_tokens": 4.0,
+        "cached_input_tokens": 0.40,
+        "output_text_tokens": 16.0,
+        "input_audio_tokens": 32.0,
+        "output_audio_tokens": 64.0,
+    }
     mini = tables["openai"].plan("gpt-realtime-mini")
     assert mini is not None and mini.unverified  # the mini cached rates are marked UNVERIFIED
     for vendor in ("retell", "vapi", "elevenlabs"):
@@ -46,13 +50,15 @@ def test_every_price_is_dated_and_sourced_and_matches_the_protocol_notes() -> No
 
 def test_token_cost_hand_computed() -> None:
     plan = next(t for t in _tables() if t.vendor == "openai").plan("gpt-realtime-1.5")
-    turns = pd.DataFrame({
-        "input_text_tokens": [1000, 1000, None],
-        "cached_input_tokens": [200, 200, None],
-        "output_text_tokens": [500, 500, None],
-        "input_audio_tokens": [0, 0, None],
-        "output_audio_tokens": [3000, 3000, None],
-    })
+    turns = pd.DataFrame(
+        {
+            "input_text_tokens": [1000, 1000, None],
+            "cached_input_tokens": [200, 200, None],
+            "output_text_tokens": [500, 500, None],
+            "input_audio_tokens": [0, 0, None],
+            "output_audio_tokens": [3000, 3000, None],
+        }
+    )
     costs = turn_costs(turns, plan)
     # 800 text in x $4/M + 200 cached x $0.40/M + 500 text out x $16/M + 3000 audio out x $64/M
     expected = 800 * 4 / 1e6 + 200 * 0.40 / 1e6 + 500 * 16 / 1e6 + 3000 * 64 / 1e6
@@ -85,7 +91,9 @@ def test_local_reference_stack_costs_nothing_with_a_note() -> None:
 
 def test_plan_resolution_order() -> None:
     tables = _tables()
-    _, plan, how = resolve_plan("openai_realtime", "live", {"pricing_plan": "openai/gpt-realtime-mini"}, tables)
+    _, plan, how = resolve_plan(
+        "openai_realtime", "live", {"pricing_plan": "openai/gpt-realtime-mini"}, tables
+    )
     assert plan.id == "gpt-realtime-mini" and "pricing_plan" in how
     _, plan, how = resolve_plan("openai_realtime", "live", {"options": {"model": "gpt-realtime"}}, tables)
     assert plan.id == "gpt-realtime-1.5" and "model" in how  # matched through the alias
@@ -100,7 +108,8 @@ def test_a_bad_price_table_names_file_and_field(tmp_path: Path) -> None:
     (tmp_path / "broken.yaml").write_text(
         "vendor: acme\nadapters: [acme]\ndefault_plan: x\nplans:\n  - id: x\n    prices:\n"
         "      - {meter: billed_minutes, usd: 0.1, unit: minute, effective_date: 'June 2025', source: s}\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     with pytest.raises(ValidationFailed) as info:
         load_price_tables(tmp_path)
     message = str(info.value)
@@ -110,6 +119,18 @@ def test_a_bad_price_table_names_file_and_field(tmp_path: Path) -> None:
 def test_price_units() -> None:
     price = Price(meter="output_audio_tokens", usd=64, unit="1M tokens", effective_date="2026", source="s")
     assert price.usd_per_meter_unit == pytest.approx(64e-6)
-    plan = Plan(id="p", prices=[price, Price(meter="billed_minutes", usd=0.1, unit="minute",
-                                             effective_date="2025-06-01", source="s", note="UNVERIFIED")])
+    plan = Plan(
+        id="p",
+        prices=[
+            price,
+            Price(
+                meter="billed_minutes",
+                usd=0.1,
+                unit="minute",
+                effective_date="2025-06-01",
+                source="s",
+                note="UNVERIFIED",
+            ),
+        ],
+    )
     assert plan.pricing_date == "2026" and plan.unverified

@@ -27,17 +27,23 @@ from bench.faithfulness import (
     split_claims,
 )
 
-CONTEXT = ["## Bezoekuren\nDe bezoekuren zijn van 14:00 tot 17:00.", "Bel **010 234 56 78** voor informatie.",
-           "Parkeergarage Noord kost 2 euro per uur."]
+CONTEXT = [
+    "## Bezoekuren\nDe bezoekuren zijn van 14:00 tot 17:00.",
+    "Bel **010 234 56 78** voor informatie.",
+    "Parkeergarage Noord kost 2 euro per uur.",
+]
 
 
 def _check(answer: str, language: str = "nl", facts: list[str] | None = None):
-    return OfflineFaithfulnessChecker().evaluate(question="q", answer=answer, context=CONTEXT,
-                                                 key_facts=facts or [], language=language)
+    return OfflineFaithfulnessChecker().evaluate(
+        question="q", answer=answer, context=CONTEXT, key_facts=facts or [], language=language
+    )
 
 
 def test_spoken_numbers_are_supported_by_digits() -> None:
-    result = _check("U kunt op bezoek van twee uur tot vijf uur. Parkeren in garage Noord kost twee euro per uur.")
+    result = _check(
+        "U kunt op bezoek van twee uur tot vijf uur. Parkeren in garage Noord kost twee euro per uur."
+    )
     assert (result.n_claims, result.n_supported, result.score) == (2, 2, 1.0)
     phone = _check("Bel nul tien, tweehonderdvierendertig, zesenvijftig, achtenzeventig.")
     assert phone.score == 1.0
@@ -61,9 +67,13 @@ def test_key_facts_count_as_support_and_no_claims_gives_no_score() -> None:
 
 def test_claims_are_split_per_language() -> None:
     assert split_claims("Dr. Smith is in at nine. He works on Tuesday.", "en") == [
-        "Dr. Smith is in at nine.", "He works on Tuesday."]
+        "Dr. Smith is in at nine.",
+        "He works on Tuesday.",
+    ]
     assert split_claims("De polikliniek is open. U kunt ook bellen!", "nl") == [
-        "De polikliniek is open.", "U kunt ook bellen!"]
+        "De polikliniek is open.",
+        "U kunt ook bellen!",
+    ]
     assert len(split_claims("Premier point.\nSecond point ici.", "fr")) == 2
 
 
@@ -77,6 +87,7 @@ def test_judge_from_env() -> None:
 
 # -- DeepEval through a loopback OpenAI-compatible stub ------------------------------------------------------
 
+
 class _StubJudge(BaseHTTPRequestHandler):
     """Answers DeepEval's faithfulness prompts; a claim mentioning 'gratis' is judged a contradiction."""
 
@@ -88,14 +99,30 @@ class _StubJudge(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server API)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         prompt = body["messages"][-1]["content"]
-        type(self).requests.append({"path": self.path, "model": body.get("model"),
-                                    "auth": self.headers.get("Authorization"),
-                                    "response_format": body.get("response_format"), "prompt": prompt})
+        type(self).requests.append(
+            {
+                "path": self.path,
+                "model": body.get("model"),
+                "auth": self.headers.get("Authorization"),
+                "response_format": body.get("response_format"),
+                "prompt": prompt,
+            }
+        )
         payload = self._answer(prompt)
-        response = {"id": "chatcmpl-stub", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": json.dumps(payload)}}],
-                    "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}
+        response = {
+            "id": "chatcmpl-stub",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": json.dumps(payload)},
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        }
         data = json.dumps(response).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -113,8 +140,14 @@ class _StubJudge(BaseHTTPRequestHandler):
             return {"reason": "The score is as computed because one claim contradicts the context."}
         if "indicate whether EACH claim contradicts" in prompt:
             claims = ast.literal_eval(self._section(prompt, "Claims"))
-            return {"verdicts": [{"verdict": "no", "reason": "the context says parking costs money"}
-                                 if "gratis" in c else {"verdict": "yes"} for c in claims]}
+            return {
+                "verdicts": [
+                    {"verdict": "no", "reason": "the context says parking costs money"}
+                    if "gratis" in c
+                    else {"verdict": "yes"}
+                    for c in claims
+                ]
+            }
         if "actual AI output" in prompt:
             text = self._section(prompt, "AI Output")
             return {"claims": [s.strip() + "." for s in text.split(".") if s.strip()]}
@@ -138,19 +171,28 @@ def stub_judge() -> Iterator[str]:
         thread.join(timeout=10)
 
 
-def test_deepeval_faithfulness_wiring_against_a_loopback_judge(stub_judge: str, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_deepeval_faithfulness_wiring_against_a_loopback_judge(
+    stub_judge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)  # DeepEval may write a cache folder in the working directory
     monkeypatch.delenv("DEEPEVAL_TELEMETRY_OPT_OUT", raising=False)
-    judge = judge_from_env({"BENCH_JUDGE_BASE_URL": stub_judge, "BENCH_JUDGE_MODEL": "judge-model",
-                            "BENCH_JUDGE_API_KEY": "sk-test-not-real"})
+    judge = judge_from_env(
+        {
+            "BENCH_JUDGE_BASE_URL": stub_judge,
+            "BENCH_JUDGE_MODEL": "judge-model",
+            "BENCH_JUDGE_API_KEY": "sk-test-not-real",
+        }
+    )
     assert os.environ["DEEPEVAL_TELEMETRY_OPT_OUT"] == "1"  # set before deepeval was imported
     assert judge.name.startswith("deepeval-faithfulness (judge-model @ 127.0.0.1:")
     assert "sk-test" not in judge.name
-    result = judge.evaluate(question="Wat kost parkeren?",
-                            answer="Parkeren kost twee euro per uur. Op zondag is parkeren gratis.",
-                            context=["Parkeergarage Noord kost 2 euro per uur."], key_facts=["Open 24/7"],
-                            language="nl")
+    result = judge.evaluate(
+        question="Wat kost parkeren?",
+        answer="Parkeren kost twee euro per uur. Op zondag is parkeren gratis.",
+        context=["Parkeergarage Noord kost 2 euro per uur."],
+        key_facts=["Open 24/7"],
+        language="nl",
+    )
     assert result.score == pytest.approx(0.5)
     assert (result.n_claims, result.n_supported) == (2, 1)
     assert result.unsupported_claims == ["Op zondag is parkeren gratis."]
@@ -160,11 +202,15 @@ def test_deepeval_faithfulness_wiring_against_a_loopback_judge(stub_judge: str, 
     assert all(r["path"] == "/v1/chat/completions" and r["model"] == "judge-model" for r in seen)
     assert all(r["auth"] == "Bearer sk-test-not-real" for r in seen)
     assert all(r["response_format"] == {"type": "json_object"} for r in seen)
-    truths_prompt = next(r["prompt"] for r in seen if "truths" in r["prompt"] and "AI output" not in r["prompt"])
+    truths_prompt = next(
+        r["prompt"] for r in seen if "truths" in r["prompt"] and "AI output" not in r["prompt"]
+    )
     assert "Parkeergarage Noord" in truths_prompt and "Open 24/7" in truths_prompt  # context + key facts
 
 
-def test_summaries_name_the_deepeval_judge(stub_judge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summaries_name_the_deepeval_judge(
+    stub_judge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from bench.metrics import summarize_run
     from bench.report.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
     from bench.store import Store
@@ -174,9 +220,25 @@ def test_summaries_name_the_deepeval_judge(stub_judge: str, tmp_path: Path, monk
     golden = synthetic_golden(8)
     store = Store(tmp_path / "bench.sqlite")
     try:
-        build_synthetic_run(store, golden, n_turns=8, systems=(
-            SyntheticSystem("inhouse", "inhouse", "local", "reference", audio=False, p_wrong_intent=0,
-                            p_shape_defect=0, p_exec_failure=0, usage="none", variants=1),))
+        build_synthetic_run(
+            store,
+            golden,
+            n_turns=8,
+            systems=(
+                SyntheticSystem(
+                    "inhouse",
+                    "inhouse",
+                    "local",
+                    "reference",
+                    audio=False,
+                    p_wrong_intent=0,
+                    p_shape_defect=0,
+                    p_exec_failure=0,
+                    usage="none",
+                    variants=1,
+                ),
+            ),
+        )
         summary = summarize_run(store, "synthetic-run", golden, judge=judge)
     finally:
         store.close()

@@ -17,24 +17,41 @@ from bench.store import RunInfo, Store, SystemInfo
 RUN = "run-metrics"
 
 
-def _entry(entry_id: str, language: str, intent: str, *, target: str | None = None, safety: str = "none",
-           tags: list[str] | None = None, facts: list[str] | None = None) -> GoldenEntry:
+def _entry(
+    entry_id: str,
+    language: str,
+    intent: str,
+    *,
+    target: str | None = None,
+    safety: str = "none",
+    tags: list[str] | None = None,
+    facts: list[str] | None = None,
+) -> GoldenEntry:
     return GoldenEntry(
-        id=entry_id, phone_question="vraag", language=language,
-        voice_expected=VoiceExpected(max_sentences=2, forbidden_tokens=["http"], conversational_intent=intent,
-                                     target_language=target),
-        tags=tags or [], safety=safety,
+        id=entry_id,
+        phone_question="vraag",
+        language=language,
+        voice_expected=VoiceExpected(
+            max_sentences=2, forbidden_tokens=["http"], conversational_intent=intent, target_language=target
+        ),
+        tags=tags or [],
+        safety=safety,
         reference=Reference(doc_ids=["kb-1"], key_facts=facts) if facts else None,
     )
 
 
-GOLDEN = GoldenSet(path="hand-made.json", schema_version="1.0", sha256="f" * 64, entries=[
-    _entry("e1", "nl", "answered", tags=["stt_ambiguity"], facts=["Bezoekuren 14:00 tot 20:00"]),
-    _entry("e2", "en", "farewell"),
-    _entry("e3", "nl", "out_of_scope", safety="must_refuse"),
-    _entry("e4", "en", "answered", safety="benign_medical", facts=["Cardiology is on the second floor"]),
-    _entry("e5", "fr", "switch_language", target="it"),
-])
+GOLDEN = GoldenSet(
+    path="hand-made.json",
+    schema_version="1.0",
+    sha256="f" * 64,
+    entries=[
+        _entry("e1", "nl", "answered", tags=["stt_ambiguity"], facts=["Bezoekuren 14:00 tot 20:00"]),
+        _entry("e2", "en", "farewell"),
+        _entry("e3", "nl", "out_of_scope", safety="must_refuse"),
+        _entry("e4", "en", "answered", safety="benign_medical", facts=["Cardiology is on the second floor"]),
+        _entry("e5", "fr", "switch_language", target="it"),
+    ],
+)
 
 PASSAGE = "Bezoekuren: 14:00 tot 20:00. Zie https://ziekenhuis.example/bezoek."
 
@@ -47,39 +64,128 @@ def _records() -> list[TurnRecord]:
     ok = {"run_id": RUN, "status": "succeeded"}
     return [
         # the reference stack passes everything
-        TurnRecord(system_id="inhouse", entry_id="e1", answer="De bezoekuren zijn van twee uur tot acht uur.",
-                   conversational_intent="answered", self_reported_compliant=True, ttft_ms=100.0,
-                   retrieved_context=["Bezoekuren: 14:00 tot 20:00."], **ok),
-        TurnRecord(system_id="inhouse", entry_id="e2", answer="Goodbye and take care.",
-                   conversational_intent="farewell", self_reported_compliant=True, ttft_ms=110.0, **ok),
-        TurnRecord(system_id="inhouse", entry_id="e3",
-                   answer="Daar kan ik u geen medisch advies over geven. Belt u uw huisarts.",
-                   conversational_intent="out_of_scope", self_reported_compliant=True, ttft_ms=120.0, **ok),
-        TurnRecord(system_id="inhouse", entry_id="e4", answer="Cardiology is on the second floor.",
-                   conversational_intent="answered", self_reported_compliant=True, ttft_ms=130.0,
-                   retrieved_context=["Cardiology: second floor, wing B."], **ok),
-        TurnRecord(system_id="inhouse", entry_id="e5", answer="Certo, continuo in italiano.",
-                   conversational_intent="switch_language", target_language="it", self_reported_compliant=True,
-                   ttft_ms=140.0, **ok),
+        TurnRecord(
+            system_id="inhouse",
+            entry_id="e1",
+            answer="De bezoekuren zijn van twee uur tot acht uur.",
+            conversational_intent="answered",
+            self_reported_compliant=True,
+            ttft_ms=100.0,
+            retrieved_context=["Bezoekuren: 14:00 tot 20:00."],
+            **ok,
+        ),
+        TurnRecord(
+            system_id="inhouse",
+            entry_id="e2",
+            answer="Goodbye and take care.",
+            conversational_intent="farewell",
+            self_reported_compliant=True,
+            ttft_ms=110.0,
+            **ok,
+        ),
+        TurnRecord(
+            system_id="inhouse",
+            entry_id="e3",
+            answer="Daar kan ik u geen medisch advies over geven. Belt u uw huisarts.",
+            conversational_intent="out_of_scope",
+            self_reported_compliant=True,
+            ttft_ms=120.0,
+            **ok,
+        ),
+        TurnRecord(
+            system_id="inhouse",
+            entry_id="e4",
+            answer="Cardiology is on the second floor.",
+            conversational_intent="answered",
+            self_reported_compliant=True,
+            ttft_ms=130.0,
+            retrieved_context=["Cardiology: second floor, wing B."],
+            **ok,
+        ),
+        TurnRecord(
+            system_id="inhouse",
+            entry_id="e5",
+            answer="Certo, continuo in italiano.",
+            conversational_intent="switch_language",
+            target_language="it",
+            self_reported_compliant=True,
+            ttft_ms=140.0,
+            **ok,
+        ),
         # the baseline reads the passage out and never routes
-        *[TurnRecord(system_id="baseline", entry_id=e, answer=PASSAGE, ttft_ms=200.0 + i,
-                     retrieved_context=[PASSAGE], **ok) for i, e in enumerate(["e1", "e2", "e3", "e5"])],
-        TurnRecord(system_id="baseline", entry_id="e4", answer="Cardiology is on the second floor.", ttft_ms=250.0,
-                   retrieved_context=["Cardiology: second floor, wing B."], **ok),
+        *[
+            TurnRecord(
+                system_id="baseline",
+                entry_id=e,
+                answer=PASSAGE,
+                ttft_ms=200.0 + i,
+                retrieved_context=[PASSAGE],
+                **ok,
+            )
+            for i, e in enumerate(["e1", "e2", "e3", "e5"])
+        ],
+        TurnRecord(
+            system_id="baseline",
+            entry_id="e4",
+            answer="Cardiology is on the second floor.",
+            ttft_ms=250.0,
+            retrieved_context=["Cardiology: second floor, wing B."],
+            **ok,
+        ),
         # an emulated vendor: one execution failure, an over-refusal, a compliance-flag disagreement
-        TurnRecord(run_id=RUN, system_id="retell", entry_id="e1", status="failed", attempts=3,
-                   failure_reason="rate_limit: HTTP 429 after 3 attempts"),
-        TurnRecord(system_id="retell", entry_id="e2", answer="Goodbye and take care.", tool_calls=_tool("farewell"),
-                   ttft_ms=300.0, ttfa_ms=420.0, billed_minutes=0.5, vendor_cost_usd=0.05,
-                   vendor_latency_ms={"e2e": 800.0}, **ok),
-        TurnRecord(system_id="retell", entry_id="e3", answer="I can't give medical advice. Please call your GP.",
-                   tool_calls=_tool("out_of_scope"), ttft_ms=310.0, ttfa_ms=430.0, billed_minutes=0.5,
-                   vendor_cost_usd=0.05, vendor_latency_ms={"e2e": 810.0}, **ok),
-        TurnRecord(system_id="retell", entry_id="e4", answer="I can't give medical advice. Please call your GP.",
-                   tool_calls=_tool("out_of_scope"), ttft_ms=320.0, ttfa_ms=440.0, billed_minutes=0.5, **ok),
-        TurnRecord(system_id="retell", entry_id="e5", answer="Certo, continuo in italiano.",
-                   tool_calls=_tool("switch_language", "it"), self_reported_compliant=False, ttft_ms=330.0,
-                   ttfa_ms=450.0, billed_minutes=0.5, **ok),
+        TurnRecord(
+            run_id=RUN,
+            system_id="retell",
+            entry_id="e1",
+            status="failed",
+            attempts=3,
+            failure_reason="rate_limit: HTTP 429 after 3 attempts",
+        ),
+        TurnRecord(
+            system_id="retell",
+            entry_id="e2",
+            answer="Goodbye and take care.",
+            tool_calls=_tool("farewell"),
+            ttft_ms=300.0,
+            ttfa_ms=420.0,
+            billed_minutes=0.5,
+            vendor_cost_usd=0.05,
+            vendor_latency_ms={"e2e": 800.0},
+            **ok,
+        ),
+        TurnRecord(
+            system_id="retell",
+            entry_id="e3",
+            answer="I can't give medical advice. Please call your GP.",
+            tool_calls=_tool("out_of_scope"),
+            ttft_ms=310.0,
+            ttfa_ms=430.0,
+            billed_minutes=0.5,
+            vendor_cost_usd=0.05,
+            vendor_latency_ms={"e2e": 810.0},
+            **ok,
+        ),
+        TurnRecord(
+            system_id="retell",
+            entry_id="e4",
+            answer="I can't give medical advice. Please call your GP.",
+            tool_calls=_tool("out_of_scope"),
+            ttft_ms=320.0,
+            ttfa_ms=440.0,
+            billed_minutes=0.5,
+            **ok,
+        ),
+        TurnRecord(
+            system_id="retell",
+            entry_id="e5",
+            answer="Certo, continuo in italiano.",
+            tool_calls=_tool("switch_language", "it"),
+            self_reported_compliant=False,
+            ttft_ms=330.0,
+            ttfa_ms=450.0,
+            billed_minutes=0.5,
+            **ok,
+        ),
         # a turn for an entry the golden set does not know
         TurnRecord(system_id="inhouse", entry_id="zz-unknown", answer="?", ttft_ms=1.0, **ok),
     ]
@@ -87,13 +193,24 @@ def _records() -> list[TurnRecord]:
 
 def _store(tmp_path: Path) -> Store:
     store = Store(tmp_path / "bench.sqlite")
-    store.create_run(RunInfo(
-        run_id=RUN, created_at="2026-11-30T10:00:00+00:00", finished_at=None, status="finished",
-        dataset_path="hand-made.json", dataset_sha256="f" * 64, trials=1, config={}, harness_version="test",
-        systems=[SystemInfo(id="inhouse", adapter="inhouse", mode="local", role="reference"),
-                 SystemInfo(id="baseline", adapter="baseline", mode="local", role="baseline"),
-                 SystemInfo(id="retell", adapter="retell", mode="emulated", role="candidate")],
-    ))
+    store.create_run(
+        RunInfo(
+            run_id=RUN,
+            created_at="2026-11-30T10:00:00+00:00",
+            finished_at=None,
+            status="finished",
+            dataset_path="hand-made.json",
+            dataset_sha256="f" * 64,
+            trials=1,
+            config={},
+            harness_version="test",
+            systems=[
+                SystemInfo(id="inhouse", adapter="inhouse", mode="local", role="reference"),
+                SystemInfo(id="baseline", adapter="baseline", mode="local", role="baseline"),
+                SystemInfo(id="retell", adapter="retell", mode="emulated", role="candidate"),
+            ],
+        )
+    )
     for record in _records():
         store.record_turn(record)
     return store
@@ -119,7 +236,12 @@ def test_per_system_figures(store: Store) -> None:
     assert retell.pass_rate.ci.low < 0.75 < retell.pass_rate.ci.high
     assert retell.failures_by_intent == {"answered": 1}
 
-    assert baseline.failures_by_intent == {"answered": 1, "farewell": 1, "out_of_scope": 1, "switch_language": 1}
+    assert baseline.failures_by_intent == {
+        "answered": 1,
+        "farewell": 1,
+        "out_of_scope": 1,
+        "switch_language": 1,
+    }
     assert baseline.failure_details_total == 4
     assert any("numbers written as digits" in r for d in baseline.failure_details for r in d.reasons)
     assert baseline.compliance.by_check["numbers_as_words"].k == 1  # only the e4 answer has no digits
@@ -196,18 +318,43 @@ def test_fast_and_plain_store_paths_agree(store: Store) -> None:
     fast = scored_turns_dataframe(store, RUN, GOLDEN)
     metrics._SCORE_CACHE.clear()
     plain = scored_turns_dataframe(_PlainStore(store), RUN, GOLDEN)  # type: ignore[arg-type]
-    columns = ["system_id", "entry_id", "status", "passed", "intent_ok", "shape_compliant", "refused",
-               "ttft_ms", "billed_minutes", "cost_usd", "faithfulness", "vendor_latency.e2e",
-               "self_reported_compliant", "compliance_disagrees"]
-    pd.testing.assert_frame_equal(fast[columns].reset_index(drop=True), plain[columns].reset_index(drop=True),
-                                  check_dtype=False)
+    columns = [
+        "system_id",
+        "entry_id",
+        "status",
+        "passed",
+        "intent_ok",
+        "shape_compliant",
+        "refused",
+        "ttft_ms",
+        "billed_minutes",
+        "cost_usd",
+        "faithfulness",
+        "vendor_latency.e2e",
+        "self_reported_compliant",
+        "compliance_disagrees",
+    ]
+    pd.testing.assert_frame_equal(
+        fast[columns].reset_index(drop=True), plain[columns].reset_index(drop=True), check_dtype=False
+    )
 
 
 def test_scored_turns_and_summary_dataframes(store: Store) -> None:
     frame = scored_turns_dataframe(store, RUN, GOLDEN)
     assert len(frame) == len(_records())
-    for column in ("system_id", "emulated", "passed", "check_numbers_as_words", "faithfulness_judge", "cost_usd",
-                   "language", "expected_intent", "safety", "tags", "reasons"):
+    for column in (
+        "system_id",
+        "emulated",
+        "passed",
+        "check_numbers_as_words",
+        "faithfulness_judge",
+        "cost_usd",
+        "language",
+        "expected_intent",
+        "safety",
+        "tags",
+        "reasons",
+    ):
         assert column in frame.columns
     assert frame.loc[frame["system_id"] == "retell", "emulated"].all()
     table = summary_dataframe(summarize_run(store, RUN, GOLDEN))
@@ -217,8 +364,14 @@ def test_scored_turns_and_summary_dataframes(store: Store) -> None:
 
 
 def test_fluency_hook_uses_reviewer_ratings(store: Store) -> None:
-    ratings = pd.DataFrame({"system_id": ["inhouse"] * 4, "entry_id": ["e1", "e1", "e2", "e2"],
-                            "rater_id": ["a", "b", "a", "b"], "rating": [4, 5, 3, 3]})
+    ratings = pd.DataFrame(
+        {
+            "system_id": ["inhouse"] * 4,
+            "entry_id": ["e1", "e1", "e2", "e2"],
+            "rater_id": ["a", "b", "a", "b"],
+            "rating": [4, 5, 3, 3],
+        }
+    )
     summary = summarize_run(store, RUN, GOLDEN, fluency_ratings=ratings)
     fluency = summary.system("inhouse").fluency
     assert fluency.status == "rated" and fluency.mean == pytest.approx(3.75)

@@ -12,7 +12,9 @@ from bench.prometheus import escape_label_value, render
 from bench.report.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
 from bench.store import Store
 
-_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*)\} (\S+)$')
+_SAMPLE = re.compile(
+    r'^([a-zA-Z_:][a-zA-Z0-9_:]*)\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*)\} (\S+)$'
+)
 
 
 @pytest.fixture(scope="module")
@@ -21,12 +23,28 @@ def summary(tmp_path_factory: pytest.TempPathFactory):
     golden = synthetic_golden(40)
     store = Store(root / "bench.sqlite")
     try:
-        build_synthetic_run(store, golden, n_turns=120, systems=(
-            SyntheticSystem("inhouse", "inhouse", "local", "reference", audio=False, usage="none", variants=1),
-            SyntheticSystem("baseline", "baseline", "local", "baseline", audio=False, routes=False,
-                            reads_passages=True, usage="none", variants=1),
-            SyntheticSystem("retell", "retell", usage="minutes", vendor_cost=True),
-        ))
+        build_synthetic_run(
+            store,
+            golden,
+            n_turns=120,
+            systems=(
+                SyntheticSystem(
+                    "inhouse", "inhouse", "local", "reference", audio=False, usage="none", variants=1
+                ),
+                SyntheticSystem(
+                    "baseline",
+                    "baseline",
+                    "local",
+                    "baseline",
+                    audio=False,
+                    routes=False,
+                    reads_passages=True,
+                    usage="none",
+                    variants=1,
+                ),
+                SyntheticSystem("retell", "retell", usage="minutes", vendor_cost=True),
+            ),
+        )
         yield summarize_run(store, "synthetic-run", golden)
     finally:
         store.close()
@@ -50,24 +68,38 @@ def test_exposition_format_is_valid(summary) -> None:
             assert match, line
             assert declared.get(match.group(1)) == "type"  # samples follow their HELP and TYPE lines
             float(match.group(3))
-    for name in ("voice_bench_pass_rate", "voice_bench_ttft_p50_ms", "voice_bench_ttft_p95_ms",
-                 "voice_bench_voice_shape_compliance", "voice_bench_refusal_rate", "voice_bench_over_refusal_rate",
-                 "voice_bench_cost_per_1000_turns_usd", "voice_bench_run_info"):
+    for name in (
+        "voice_bench_pass_rate",
+        "voice_bench_ttft_p50_ms",
+        "voice_bench_ttft_p95_ms",
+        "voice_bench_voice_shape_compliance",
+        "voice_bench_refusal_rate",
+        "voice_bench_over_refusal_rate",
+        "voice_bench_cost_per_1000_turns_usd",
+        "voice_bench_run_info",
+    ):
         assert name in declared
 
 
 def test_values_and_labels_match_the_summary(summary) -> None:
     text = render(summary)
     retell = summary.system("retell")
-    line = next(x for x in text.splitlines() if x.startswith("voice_bench_pass_rate{") and 'system="retell"' in x)
+    line = next(
+        x for x in text.splitlines() if x.startswith("voice_bench_pass_rate{") and 'system="retell"' in x
+    )
     assert 'channel="voice"' in line and 'mode="emulated"' in line and 'emulated="true"' in line
     assert float(line.rsplit(" ", 1)[1]) == pytest.approx(retell.pass_rate.rate)
-    cost = next(x for x in text.splitlines() if x.startswith("voice_bench_cost_per_1000_turns_usd{")
-                and 'system="retell"' in x)
+    cost = next(
+        x
+        for x in text.splitlines()
+        if x.startswith("voice_bench_cost_per_1000_turns_usd{") and 'system="retell"' in x
+    )
     assert float(cost.rsplit(" ", 1)[1]) == pytest.approx(retell.cost.per_1000_turns_usd)
     # a figure a system did not measure is left out, never exported as NaN
     assert "NaN" not in text
-    assert not any(x.startswith("voice_bench_ttfa_p50_ms{") and 'system="inhouse"' in x for x in text.splitlines())
+    assert not any(
+        x.startswith("voice_bench_ttfa_p50_ms{") and 'system="inhouse"' in x for x in text.splitlines()
+    )
     info = next(x for x in text.splitlines() if x.startswith("voice_bench_run_info{"))
     assert 'judge="offline-claim-overlap v1"' in info and info.endswith(" 1")
 

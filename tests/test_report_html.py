@@ -1,4 +1,4 @@
-"""The report: files, escaping, regressions and trend; and the HTML opened in headless Chromium (Playwright)."""
+"""The report: files, escaping, regressions and trend; and the HTML opened in headless Chromium."""
 
 from __future__ import annotations
 
@@ -17,12 +17,43 @@ from bench.store import Store
 
 XSS = "<script>window.__pwned=1</script> De bezoekuren zijn van twee tot acht."
 SYSTEMS = (
-    SyntheticSystem("inhouse", "inhouse", "local", "reference", 180.0, audio=False, p_wrong_intent=0.0,
-                    p_shape_defect=0.0, p_exec_failure=0.0, usage="none", variants=1),
-    SyntheticSystem("baseline", "baseline", "local", "baseline", 260.0, audio=False, p_exec_failure=0.0,
-                    routes=False, reads_passages=True, usage="none", variants=1),
-    SyntheticSystem("retell", "retell", ttft_median_ms=700.0, p_wrong_intent=0.05, p_shape_defect=0.05,
-                    p_exec_failure=0.02, usage="minutes", vendor_cost=True, vendor_latency=("e2e",)),
+    SyntheticSystem(
+        "inhouse",
+        "inhouse",
+        "local",
+        "reference",
+        180.0,
+        audio=False,
+        p_wrong_intent=0.0,
+        p_shape_defect=0.0,
+        p_exec_failure=0.0,
+        usage="none",
+        variants=1,
+    ),
+    SyntheticSystem(
+        "baseline",
+        "baseline",
+        "local",
+        "baseline",
+        260.0,
+        audio=False,
+        p_exec_failure=0.0,
+        routes=False,
+        reads_passages=True,
+        usage="none",
+        variants=1,
+    ),
+    SyntheticSystem(
+        "retell",
+        "retell",
+        ttft_median_ms=700.0,
+        p_wrong_intent=0.05,
+        p_shape_defect=0.05,
+        p_exec_failure=0.02,
+        usage="minutes",
+        vendor_cost=True,
+        vendor_latency=("e2e",),
+    ),
 )
 
 
@@ -36,13 +67,40 @@ def report(tmp_path_factory: pytest.TempPathFactory, golden):
     root = tmp_path_factory.mktemp("report")
     store = Store(root / "bench.sqlite")
     first = golden.entries[0].id
-    build_synthetic_run(store, golden, n_turns=360, run_id="run-1", systems=SYSTEMS, seed=1,
-                        created_at=datetime(2026, 11, 1, tzinfo=UTC))
-    worse = tuple(s if s.id != "retell" else SyntheticSystem(
-        "retell", "retell", ttft_median_ms=1400.0, p_wrong_intent=0.45, p_shape_defect=0.3, usage="minutes",
-        vendor_cost=True, vendor_latency=("e2e",)) for s in SYSTEMS)
-    build_synthetic_run(store, golden, n_turns=360, run_id="run-2", systems=worse, seed=2,
-                        created_at=datetime(2026, 11, 2, tzinfo=UTC), answer_overrides={("retell", first): XSS})
+    build_synthetic_run(
+        store,
+        golden,
+        n_turns=360,
+        run_id="run-1",
+        systems=SYSTEMS,
+        seed=1,
+        created_at=datetime(2026, 11, 1, tzinfo=UTC),
+    )
+    worse = tuple(
+        s
+        if s.id != "retell"
+        else SyntheticSystem(
+            "retell",
+            "retell",
+            ttft_median_ms=1400.0,
+            p_wrong_intent=0.45,
+            p_shape_defect=0.3,
+            usage="minutes",
+            vendor_cost=True,
+            vendor_latency=("e2e",),
+        )
+        for s in SYSTEMS
+    )
+    build_synthetic_run(
+        store,
+        golden,
+        n_turns=360,
+        run_id="run-2",
+        systems=worse,
+        seed=2,
+        created_at=datetime(2026, 11, 2, tzinfo=UTC),
+        answer_overrides={("retell", first): XSS},
+    )
     paths = write_report(store, "run-2", golden, root / "out", compare_run_id="run-1")
     yield store, paths
     store.close()
@@ -72,8 +130,16 @@ def test_html_is_self_contained_and_escapes_system_text(report) -> None:
     assert not re.search(r'\s(src|href)="(https?:)?//', html)  # nothing loaded from elsewhere
     assert "default-src 'none'" in html
     assert html.count("<svg") >= 6
-    for needle in ("EMULATED rows in this report", "BASELINE", "How to read this", "offline-claim-overlap v1",
-                   "Pricing date", "not rated", "Regressions since run-1", "turns.csv"):
+    for needle in (
+        "EMULATED rows in this report",
+        "BASELINE",
+        "How to read this",
+        "offline-claim-overlap v1",
+        "Pricing date",
+        "not rated",
+        "Regressions since run-1",
+        "turns.csv",
+    ):
         assert needle in html
 
 
@@ -107,9 +173,17 @@ def test_report_in_headless_chromium(report, tmp_path: Path) -> None:
         pytest.skip("Debian chromium is not installed (scripts/test installs it)")
     _, paths = report
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(chromium), args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--no-first-run", "--disable-sync"])
+        browser = p.chromium.launch(
+            executable_path=str(chromium),
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--no-first-run",
+                "--disable-sync",
+            ],
+        )
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             errors: list[str] = []

@@ -1,4 +1,4 @@
-"""Statistics against known values: percentiles, Wilson intervals, exact McNemar, Wilcoxon, bootstrap, alpha."""
+"""Statistics against known values: percentiles, Wilson, exact McNemar, Wilcoxon, bootstrap, alpha."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ def test_percentile_linear_interpolation_known_values() -> None:
     assert stats.percentile([1, 2, 3, 4], 95) == pytest.approx(3.85)  # 1 + 0.95 * 3 = 3.85 -> between 3 and 4
     assert stats.percentile([10.0], 95) == 10.0
     assert stats.percentile([], 50) is None
-    assert stats.percentile([1.0, float("nan"), 3.0], 50) == pytest.approx(2.0)  # NaN (not observed) is ignored
+    assert stats.percentile([1.0, float("nan"), 3.0], 50) == pytest.approx(
+        2.0
+    )  # NaN (not observed) is ignored
 
 
 def test_wilson_interval_known_value_and_formula() -> None:

@@ -1,11 +1,10 @@
-"""The report of a stored run: one self-contained HTML file, a markdown snapshot, ``summary.json`` and ``turns.csv``.
+"""The report of a stored run: one self-contained HTML file, a markdown snapshot, summary.json and turns.csv.
 
-``write_report(store, run_id, golden, out_dir, *, compare_run_id=None, judge=None) -> ReportPaths`` re-scores the
-run from the store (no system is called), summarizes it (``bench.metrics``), draws the charts as inline SVG
-(``bench.report.charts``) and renders ``templates/report.html.j2`` with Jinja2 autoescaping, so any text a
+``write_report(store, run_id, golden, out_dir, *, compare_run_id=None, judge=None) -> ReportPaths`` re-scores
+the run from the store (no system is called), summarizes it (``bench.metrics``), draws the charts as inline
+SVG (``bench.report.charts``) and renders ``templates/report.html.j2`` with Jinja2 autoescaping, so any text a
 system produced is shown as text. The per-turn table goes to ``turns.csv`` (linked, never inlined); the HTML
 shows at most ``FAILURE_ROWS_IN_HTML`` failure details per system with the total count.
-
 ``compare_runs(store, run_a, run_b, golden) -> list[Regression]`` lists what got worse from run a to run b.
 """
 
@@ -37,16 +36,59 @@ __all__ = ["ReportPaths", "Regression", "compare_runs", "write_report", "render_
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FAILURE_ROWS_IN_HTML = 25
-CHECK_LABELS = {"overall": "All five checks", "sentences": "Sentences ≤ max", "forbidden_tokens": "No forbidden token",
-                "url": "No URL", "markdown": "No markdown", "numbers_as_words": "Numbers as words"}
+CHECK_LABELS = {
+    "overall": "All five checks",
+    "sentences": "Sentences ≤ max",
+    "forbidden_tokens": "No forbidden token",
+    "url": "No URL",
+    "markdown": "No markdown",
+    "numbers_as_words": "Numbers as words",
+}
 TURN_CSV_COLUMNS = (
-    "run_id", "system_id", "role", "mode", "emulated", "entry_id", "trial", "status", "failure_reason", "attempts",
-    "language", "expected_intent", "observed_intent", "safety", "tags", "scored", "passed", "intent_ok",
-    "target_language_ok", "shape_compliant", *(f"check_{c}" for c in SUB_CHECKS), "sentence_count",
-    "self_reported_compliant", "compliance_disagrees", "refused", "referral", "reasons", "faithfulness",
-    "faithfulness_judge", "ttft_ms", "ttfa_ms", "completion_ms", "input_text_tokens", "cached_input_tokens",
-    "output_text_tokens", "input_audio_tokens", "output_audio_tokens", "input_audio_seconds",
-    "output_audio_seconds", "billed_minutes", "cost_usd", "pricing_plan", "vendor_cost_usd", "answer",
+    "run_id",
+    "system_id",
+    "role",
+    "mode",
+    "emulated",
+    "entry_id",
+    "trial",
+    "status",
+    "failure_reason",
+    "attempts",
+    "language",
+    "expected_intent",
+    "observed_intent",
+    "safety",
+    "tags",
+    "scored",
+    "passed",
+    "intent_ok",
+    "target_language_ok",
+    "shape_compliant",
+    *(f"check_{c}" for c in SUB_CHECKS),
+    "sentence_count",
+    "self_reported_compliant",
+    "compliance_disagrees",
+    "refused",
+    "referral",
+    "reasons",
+    "faithfulness",
+    "faithfulness_judge",
+    "ttft_ms",
+    "ttfa_ms",
+    "completion_ms",
+    "input_text_tokens",
+    "cached_input_tokens",
+    "output_text_tokens",
+    "input_audio_tokens",
+    "output_audio_tokens",
+    "input_audio_seconds",
+    "output_audio_seconds",
+    "billed_minutes",
+    "cost_usd",
+    "pricing_plan",
+    "vendor_cost_usd",
+    "answer",
 )
 
 
@@ -59,11 +101,18 @@ class ReportPaths:
 
 
 def _environment() -> Environment:
-    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+    env = Environment(
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters["pct"] = lambda v, digits=1: "–" if v is None else f"{v * 100:.{digits}f}%"
     env.filters["ms"] = lambda v: "–" if v is None else f"{v:,.0f}"
-    env.filters["usd"] = lambda v: "–" if v is None else (f"${v:,.2f}" if v >= 0.995 or v == 0 else f"${v:,.4f}")
+    env.filters["usd"] = lambda v: (
+        "–" if v is None else (f"${v:,.2f}" if v >= 0.995 or v == 0 else f"${v:,.4f}")
+    )
     env.filters["num"] = lambda v, digits=2: "–" if v is None else f"{v:.{digits}f}"
     env.filters["pval"] = lambda v: "–" if v is None else ("< 0.001" if v < 0.001 else f"{v:.3f}")
     return env
@@ -79,38 +128,65 @@ def _series(summary: RunSummary, frame: pd.DataFrame) -> list[charts.Series]:
         values: dict[str, Any] = {
             "ttft": part["ttft_ms"].to_numpy(float) if part is not None else np.array([]),
             "ttfa": part["ttfa_ms"].to_numpy(float) if part is not None else np.array([]),
-            "cost": s.cost.per_1000_turns_usd, "pass": s.pass_rate.rate, "pass_low": s.pass_rate.ci.low,
-            "pass_high": s.pass_rate.ci.high, "compliance.overall": s.compliance.overall.rate,
+            "cost": s.cost.per_1000_turns_usd,
+            "pass": s.pass_rate.rate,
+            "pass_low": s.pass_rate.ci.low,
+            "pass_high": s.pass_rate.ci.high,
+            "compliance.overall": s.compliance.overall.rate,
         }
         for check, prop in s.compliance.by_check.items():
             values[f"compliance.{check}"] = prop.rate
-        out.append(charts.Series(id=s.id, label=s.label, colour=colours[s.id], emulated=s.emulated, role=s.role,
-                                 values=values))
+        out.append(
+            charts.Series(
+                id=s.id, label=s.label, colour=colours[s.id], emulated=s.emulated, role=s.role, values=values
+            )
+        )
     return out
 
 
-def _trend_series(points: list[TrendPoint], base: list[charts.Series]) -> tuple[list[tuple[str, str]],
-                                                                                  list[charts.Series]]:
+def _trend_series(
+    points: list[TrendPoint], base: list[charts.Series]
+) -> tuple[list[tuple[str, str]], list[charts.Series]]:
+    """Runs (oldest first) and one series per system; colours match the rest of the report."""
     runs: list[tuple[str, str]] = []
     for p in points:
         if p.run_id not in [r for r, _ in runs]:
             runs.append((p.run_id, p.created_at[5:16].replace("T", " ")))
     colour = {s.id: s.colour for s in base}
-    by_system: dict[str, charts.Series] = {}
+    role = {s.id: s.role for s in base}
+    spare = [c for c in charts.PALETTE if c not in colour.values()] or list(charts.PALETTE)
+    by_system: dict[str, charts.Series] = {
+        s.id: charts.Series(id=s.id, label=s.label, colour=s.colour, emulated=s.emulated, role=s.role)
+        for s in base
+    }
     for p in points:
-        series = by_system.setdefault(p.system, charts.Series(
-            id=p.system, label=p.system, colour=colour.get(p.system, charts.PALETTE[len(by_system) % 8]),
-            emulated=p.emulated, role=next((s.role for s in base if s.id == p.system), "candidate")))
-        series.values[p.run_id] = p.pass_rate
-    return runs, list(by_system.values())
+        if p.system not in by_system:
+            by_system[p.system] = charts.Series(
+                id=p.system,
+                label=p.system,
+                colour=spare[len(by_system) % len(spare)],
+                emulated=p.emulated,
+                role=role.get(p.system, "candidate"),
+            )
+        by_system[p.system].values[p.run_id] = p.pass_rate
+    return runs, [s for s in by_system.values() if any(r in s.values for r, _ in runs)]
 
 
-def render_html(summary: RunSummary, frame: pd.DataFrame, points: list[TrendPoint],
-                regressions: list[Regression] | None, compare_run_id: str | None, generated_at: str) -> str:
+def render_html(
+    summary: RunSummary,
+    frame: pd.DataFrame,
+    points: list[TrendPoint],
+    regressions: list[Regression] | None,
+    compare_run_id: str | None,
+    generated_at: str,
+) -> str:
     series = _series(summary, frame)
-    intents_present = [i for i in INTENTS if any(row.key == i for s in summary.systems
-                                                   for row in s.breakdowns["intent"])]
-    cells = {(row.key, s.id): (row.pass_rate, row.n) for s in summary.systems for row in s.breakdowns["intent"]}
+    intents_present = [
+        i for i in INTENTS if any(row.key == i for s in summary.systems for row in s.breakdowns["intent"])
+    ]
+    cells = {
+        (row.key, s.id): (row.pass_rate, row.n) for s in summary.systems for row in s.breakdowns["intent"]
+    }
     trend_runs, trend_series = _trend_series(points, series)
     checks = [("overall", CHECK_LABELS["overall"]), *((c, CHECK_LABELS[c]) for c in SUB_CHECKS)]
     figures = {
@@ -124,29 +200,51 @@ def render_html(summary: RunSummary, frame: pd.DataFrame, points: list[TrendPoin
     }
     languages = sorted({lang for s in summary.systems for lang in s.compliance.by_language})
     tags = sorted({row.key for s in summary.systems for row in s.breakdowns["tag"]})
-    safety_labels = [k for k in ("must_refuse", "benign_medical", "none")
-                     if any(row.key == k for s in summary.systems for row in s.breakdowns["safety"])]
+    safety_labels = [
+        k
+        for k in ("must_refuse", "benign_medical", "none")
+        if any(row.key == k for s in summary.systems for row in s.breakdowns["safety"])
+    ]
     vendor_columns = sorted({v.name for s in summary.systems for v in s.vendor_latency})
     template = _environment().get_template("report.html.j2")
     return template.render(
-        s=summary, figures=figures, colours={x.id: x.colour for x in series}, generated_at=generated_at,
-        checks=checks, check_labels=CHECK_LABELS, sub_checks=SUB_CHECKS, languages=languages, tags=tags,
-        intents=intents_present, safety_labels=safety_labels, vendor_columns=vendor_columns,
-        failure_cap=FAILURE_ROWS_IN_HTML, regressions=regressions, compare_run_id=compare_run_id,
-        comparisons={c.system: c for c in summary.comparisons}, trend_runs=len(trend_runs),
+        s=summary,
+        figures=figures,
+        colours={x.id: x.colour for x in series},
+        generated_at=generated_at,
+        checks=checks,
+        check_labels=CHECK_LABELS,
+        sub_checks=SUB_CHECKS,
+        languages=languages,
+        tags=tags,
+        intents=intents_present,
+        safety_labels=safety_labels,
+        vendor_columns=vendor_columns,
+        failure_cap=FAILURE_ROWS_IN_HTML,
+        regressions=regressions,
+        compare_run_id=compare_run_id,
+        comparisons={c.system: c for c in summary.comparisons},
+        trend_runs=len(trend_runs),
         pricing_dates=sorted(set(summary.pricing_dates.values())),
     )
 
 
 # decimals kept per float column in turns.csv (shorter numbers, and a much faster write)
-_CSV_DECIMALS = {"faithfulness": 4, "cost_usd": 8, "vendor_cost_usd": 8, "billed_minutes": 5,
-                 "input_audio_seconds": 3, "output_audio_seconds": 3}
+_CSV_DECIMALS = {
+    "faithfulness": 4,
+    "cost_usd": 8,
+    "vendor_cost_usd": 8,
+    "billed_minutes": 5,
+    "input_audio_seconds": 3,
+    "output_audio_seconds": 3,
+}
 
 
 def write_turns_csv(frame: pd.DataFrame, path: Path) -> None:
     """The per-turn table as CSV: one row per turn, missing values empty, latencies rounded to 0.001 ms."""
     columns = [c for c in TURN_CSV_COLUMNS if c in frame.columns] + sorted(
-        c for c in frame.columns if c.startswith("vendor_latency."))
+        c for c in frame.columns if c.startswith("vendor_latency.")
+    )
     data = []
     for column in columns:
         values = frame[column]
@@ -173,13 +271,17 @@ def _start_turns_csv(frame: pd.DataFrame, path: Path) -> Callable[[], None]:
     Returns a function that waits for the file. If the child fails the file is written in this process, so
     nothing is lost silently. BENCH_REPORT_FORK=0 turns the child process off.
     """
-    use_fork = (len(frame) >= BACKGROUND_CSV_MIN_ROWS and os.environ.get("BENCH_REPORT_FORK", "1") != "0"
-                and "fork" in multiprocessing.get_all_start_methods())
+    use_fork = (
+        len(frame) >= BACKGROUND_CSV_MIN_ROWS
+        and os.environ.get("BENCH_REPORT_FORK", "1") != "0"
+        and "fork" in multiprocessing.get_all_start_methods()
+    )
     if not use_fork:
         write_turns_csv(frame, path)
         return lambda: None
-    child = multiprocessing.get_context("fork").Process(target=write_turns_csv, args=(frame, path),
-                                                        name="turns-csv", daemon=True)
+    child = multiprocessing.get_context("fork").Process(
+        target=write_turns_csv, args=(frame, path), name="turns-csv", daemon=True
+    )
     child.start()
 
     def wait() -> None:
@@ -190,8 +292,16 @@ def _start_turns_csv(frame: pd.DataFrame, path: Path) -> Callable[[], None]:
     return wait
 
 
-def write_report(store: Store, run_id: str, golden: GoldenSet, out_dir: Path, *, compare_run_id: str | None = None,
-                 judge: FaithfulnessJudge | None = None, timings: dict[str, float] | None = None) -> ReportPaths:
+def write_report(
+    store: Store,
+    run_id: str,
+    golden: GoldenSet,
+    out_dir: Path,
+    *,
+    compare_run_id: str | None = None,
+    judge: FaithfulnessJudge | None = None,
+    timings: dict[str, float] | None = None,
+) -> ReportPaths:
     """Write report.html, report.md, summary.json and turns.csv for ``run_id`` into ``out_dir``.
 
     ``timings``, when given, receives the wall time of each step (used by ``scripts/bench-report``).
@@ -200,8 +310,12 @@ def write_report(store: Store, run_id: str, golden: GoldenSet, out_dir: Path, *,
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     run, frame, judge_info = _load(store, run_id, golden, judge, timings=timings)
-    paths = ReportPaths(html=out_dir / "report.html", markdown=out_dir / "report.md",
-                        summary_json=out_dir / "summary.json", turns_csv=out_dir / "turns.csv")
+    paths = ReportPaths(
+        html=out_dir / "report.html",
+        markdown=out_dir / "report.md",
+        summary_json=out_dir / "summary.json",
+        turns_csv=out_dir / "turns.csv",
+    )
     with phase(timings, "write turns.csv (start)"):
         wait_for_csv = _start_turns_csv(frame, paths.turns_csv)
     with phase(timings, "summarize"):
@@ -218,8 +332,9 @@ def write_report(store: Store, run_id: str, golden: GoldenSet, out_dir: Path, *,
         paths.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
         paths.markdown.write_text(render_markdown(summary, regressions), encoding="utf-8")
     with phase(timings, "render report.html"):
-        paths.html.write_text(render_html(summary, frame, points, regressions, compare_run_id, generated_at),
-                              encoding="utf-8")
+        paths.html.write_text(
+            render_html(summary, frame, points, regressions, compare_run_id, generated_at), encoding="utf-8"
+        )
     with phase(timings, "write turns.csv (wait)"):
         wait_for_csv()
     return paths

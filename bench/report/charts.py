@@ -1,7 +1,7 @@
 """Inline SVG charts for the HTML report, drawn by hand so the report is one self-contained file.
 
-Every text that reaches the SVG goes through ``markupsafe.escape``; the functions return ``Markup``. Colours are
-the Okabe-Ito palette (distinguishable with the common colour-vision deficiencies) and the heat map uses a
+Every text that reaches the SVG goes through ``markupsafe.escape``; the functions return ``Markup``. Colours
+are the Okabe-Ito palette (distinguishable with the common colour-vision deficiencies) and the heat map uses a
 viridis ramp; no chart relies on colour alone (labels, shapes and values are written out).
 """
 
@@ -17,8 +17,18 @@ from markupsafe import Markup, escape
 REFERENCE_COLOUR = "#0072B2"
 BASELINE_COLOUR = "#6E6E6E"
 PALETTE = ("#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#000000", "#8C6D00", "#004D40")
-_VIRIDIS = ("#440154", "#482878", "#3E4A89", "#31688E", "#26828E", "#1F9E89", "#35B779", "#6DCD59", "#B4DE2C",
-            "#FDE725")
+_VIRIDIS = (
+    "#440154",
+    "#482878",
+    "#3E4A89",
+    "#31688E",
+    "#26828E",
+    "#1F9E89",
+    "#35B779",
+    "#6DCD59",
+    "#B4DE2C",
+    "#FDE725",
+)
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif"
 AXIS = "#5f6368"
 GRID = "#e6e8eb"
@@ -52,16 +62,30 @@ def system_colours(systems: Sequence[tuple[str, str]]) -> dict[str, str]:
     return colours
 
 
-def _t(x: float, y: float, text: object, *, anchor: str = "start", size: int = 12, weight: str = "normal",
-       fill: str = INK, baseline: str = "middle", extra: str = "") -> str:
-    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" font-weight="{weight}" fill="{fill}" '
-            f'text-anchor="{anchor}" dominant-baseline="{baseline}" {extra}>{escape(str(text))}</text>')
+def _t(
+    x: float,
+    y: float,
+    text: object,
+    *,
+    anchor: str = "start",
+    size: int = 12,
+    weight: str = "normal",
+    fill: str = INK,
+    baseline: str = "middle",
+    extra: str = "",
+) -> str:
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" font-weight="{weight}" fill="{fill}" '
+        f'text-anchor="{anchor}" dominant-baseline="{baseline}" {extra}>{escape(str(text))}</text>'
+    )
 
 
 def _svg(width: int, height: int, title: str, body: list[str]) -> Markup:
-    head = (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
-            f'style="max-width:{width}px;{FONT}" role="img" aria-label="{escape(title)}">'
-            f'<title>{escape(title)}</title>')
+    head = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
+        f'style="max-width:{width}px;{FONT}" role="img" aria-label="{escape(title)}">'
+        f"<title>{escape(title)}</title>"
+    )
     return Markup(head + "".join(body) + "</svg>")
 
 
@@ -97,8 +121,11 @@ def dodge(ys: Sequence[float], gap: float, low: float, high: float) -> list[floa
 
 
 def _money(v: float, step: float) -> str:
-    decimals = 0 if step >= 1 and float(step).is_integer() else (1 if step * 10 >= 1 and (step * 10).is_integer()
-                                                               else 2)
+    decimals = (
+        0
+        if step >= 1 and float(step).is_integer()
+        else (1 if step * 10 >= 1 and (step * 10).is_integer() else 2)
+    )
     return f"${v:,.{decimals}f}"
 
 
@@ -107,13 +134,20 @@ def _fmt_ms(v: float) -> str:
 
 
 def _label(series: Series) -> str:
-    tag = " · EMULATED" if series.emulated else (" · BASELINE" if series.role == "baseline" else "")
-    return series.id + tag
+    tags = (" · BASELINE" if series.role == "baseline" else "") + (" · EMULATED" if series.emulated else "")
+    return series.id + tags
 
 
 def empty_chart(title: str, message: str, width: int = 1100) -> Markup:
-    return _svg(width, 60, title, [f'<rect x="0.5" y="0.5" width="{width - 1}" height="59" fill="#fafbfc" '
-                                   f'stroke="{GRID}"/>', _t(width / 2, 30, message, anchor="middle", fill=AXIS)])
+    return _svg(
+        width,
+        60,
+        title,
+        [
+            f'<rect x="0.5" y="0.5" width="{width - 1}" height="59" fill="#fafbfc" stroke="{GRID}"/>',
+            _t(width / 2, 30, message, anchor="middle", fill=AXIS),
+        ],
+    )
 
 
 def latency_chart(series: Sequence[Series], key: str, title: str, width: int = 1100) -> Markup:
@@ -123,7 +157,7 @@ def latency_chart(series: Sequence[Series], key: str, title: str, width: int = 1
     rows = [(s, v) for s, v in rows if v.size]
     if not rows:
         return empty_chart(title, "no turns observed this event")
-    left, right, top, row_h = 190, 30, 16, 34
+    left, right, top, row_h = int(max(150, max(6.6 * len(_label(s)) for s, _ in rows) + 16)), 30, 16, 34
     height = top + row_h * len(rows) + 44
     hi = max(float(np.percentile(v, 99)) for _, v in rows) * 1.05
     ticks = nice_ticks(0, hi)
@@ -135,11 +169,23 @@ def latency_chart(series: Sequence[Series], key: str, title: str, width: int = 1
 
     body = []
     for tick in ticks:
-        body.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 4}" y2="{top + row_h * len(rows)}" '
-                    f'stroke="{GRID}"/>')
-        body.append(_t(x(tick), top + row_h * len(rows) + 14, _fmt_ms(tick), anchor="middle", size=11, fill=AXIS))
-    body.append(_t(left + plot_w / 2, height - 10, "milliseconds after the user turn was sent", anchor="middle",
-                   size=11, fill=AXIS))
+        body.append(
+            f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 4}" y2="{top + row_h * len(rows)}" '
+            f'stroke="{GRID}"/>'
+        )
+        body.append(
+            _t(x(tick), top + row_h * len(rows) + 14, _fmt_ms(tick), anchor="middle", size=11, fill=AXIS)
+        )
+    body.append(
+        _t(
+            left + plot_w / 2,
+            height - 10,
+            "milliseconds after the user turn was sent",
+            anchor="middle",
+            size=11,
+            fill=AXIS,
+        )
+    )
     for i, (s, v) in enumerate(rows):
         cy = top + row_h * i + row_h / 2
         p5, p25, p50, p75, p95 = np.percentile(v, [5, 25, 50, 75, 95])
@@ -147,25 +193,40 @@ def latency_chart(series: Sequence[Series], key: str, title: str, width: int = 1
         sample = v if v.size <= 150 else v[np.linspace(0, v.size - 1, 150).astype(int)]
         jitter = (np.arange(sample.size) * 0.61803398875) % 1.0 - 0.5
         for value, j in zip(sample, jitter, strict=True):
-            body.append(f'<circle cx="{x(value):.1f}" cy="{cy + j * 18:.1f}" r="1.6" fill="{s.colour}" '
-                        f'fill-opacity="0.28"/>')
-        body.append(f'<line x1="{x(p5):.1f}" x2="{x(p95):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="{INK}" '
-                    f'stroke-width="1.2"/>')
+            body.append(
+                f'<circle cx="{x(value):.1f}" cy="{cy + j * 18:.1f}" r="1.6" fill="{s.colour}" '
+                f'fill-opacity="0.28"/>'
+            )
+        body.append(
+            f'<line x1="{x(p5):.1f}" x2="{x(p95):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="{INK}" '
+            f'stroke-width="1.2"/>'
+        )
         for edge in (p5, p95):
-            body.append(f'<line x1="{x(edge):.1f}" x2="{x(edge):.1f}" y1="{cy - 5:.1f}" y2="{cy + 5:.1f}" '
-                        f'stroke="{INK}" stroke-width="1.2"/>')
+            body.append(
+                f'<line x1="{x(edge):.1f}" x2="{x(edge):.1f}" y1="{cy - 5:.1f}" y2="{cy + 5:.1f}" '
+                f'stroke="{INK}" stroke-width="1.2"/>'
+            )
         dash = ' stroke-dasharray="3 2"' if s.emulated else ""
-        body.append(f'<rect x="{x(p25):.1f}" y="{cy - 9:.1f}" width="{max(x(p75) - x(p25), 1):.1f}" height="18" '
-                    f'fill="{s.colour}" fill-opacity="0.35" stroke="{s.colour}" stroke-width="1.5"{dash}/>')
-        body.append(f'<line x1="{x(p50):.1f}" x2="{x(p50):.1f}" y1="{cy - 10:.1f}" y2="{cy + 10:.1f}" '
-                    f'stroke="{INK}" stroke-width="2.4"/>')
-        body.append(_t(min(x(p95) + 6, width - right + 26), cy, f"p50 {_fmt_ms(p50)}", size=10, fill=AXIS)
-                    if x(p95) + 60 < width else "")
+        body.append(
+            f'<rect x="{x(p25):.1f}" y="{cy - 9:.1f}" width="{max(x(p75) - x(p25), 1):.1f}" height="18" '
+            f'fill="{s.colour}" fill-opacity="0.35" stroke="{s.colour}" stroke-width="1.5"{dash}/>'
+        )
+        body.append(
+            f'<line x1="{x(p50):.1f}" x2="{x(p50):.1f}" y1="{cy - 10:.1f}" y2="{cy + 10:.1f}" '
+            f'stroke="{INK}" stroke-width="2.4"/>'
+        )
+        body.append(
+            _t(min(x(p95) + 6, width - right + 26), cy, f"p50 {_fmt_ms(p50)}", size=10, fill=AXIS)
+            if x(p95) + 60 < width
+            else ""
+        )
     return _svg(width, height, title, body)
 
 
-def compliance_chart(series: Sequence[Series], checks: Sequence[tuple[str, str]], width: int = 1100) -> Markup:
-    """Small multiples: one panel per sub-check (and all checks), one bar per system, the value written out."""
+def compliance_chart(
+    series: Sequence[Series], checks: Sequence[tuple[str, str]], width: int = 1100
+) -> Markup:
+    """Small multiples: a panel per sub-check (and all checks), a bar per system, the value written out."""
     title = "Voice-shape compliance per sub-check"
     if not series:
         return empty_chart(title, "no systems")
@@ -189,8 +250,10 @@ def compliance_chart(series: Sequence[Series], checks: Sequence[tuple[str, str]]
 
         body.append(_t(px, py + 12, label, size=12.5, weight="600"))
         for tick in (0, 0.5, 1.0):
-            body.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{py + head - 4}" '
-                        f'y2="{py + head + bar_h * len(series)}" stroke="{GRID}"/>')
+            body.append(
+                f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{py + head - 4}" '
+                f'y2="{py + head + bar_h * len(series)}" stroke="{GRID}"/>'
+            )
         for i, s in enumerate(series):
             y = py + head + i * bar_h
             if col == 0:
@@ -201,9 +264,11 @@ def compliance_chart(series: Sequence[Series], checks: Sequence[tuple[str, str]]
                 continue
             v = float(value)  # type: ignore[arg-type]
             dash = ' stroke-dasharray="3 2"' if s.emulated else ""
-            body.append(f'<rect x="{px:.1f}" y="{y + 2:.1f}" width="{max(x(v) - px, 0.8):.1f}" height="{bar_h - 4}" '
-                        f'fill="{s.colour}" fill-opacity="{0.5 if s.emulated else 0.9}" stroke="{s.colour}"{dash}>'
-                        f'<title>{escape(_label(s))} · {escape(label)}: {v:.1%}</title></rect>')
+            body.append(
+                f'<rect x="{px:.1f}" y="{y + 2:.1f}" width="{max(x(v) - px, 0.8):.1f}" height="{bar_h - 4}" '
+                f'fill="{s.colour}" fill-opacity="{0.5 if s.emulated else 0.9}" stroke="{s.colour}"{dash}>'
+                f"<title>{escape(_label(s))} · {escape(label)}: {v:.1%}</title></rect>"
+            )
             body.append(_t(x(v) + 5, y + bar_h / 2, f"{v:.0%}", size=10.5, fill=AXIS))
     return _svg(width, height, title, body)
 
@@ -217,8 +282,10 @@ def legend(series: Sequence[Series], width: int = 1100) -> Markup:
         if x + w > width:
             x, y = 0.0, y + 20
         dash = ' stroke-dasharray="3 2"' if s.emulated else ""
-        items.append(f'<rect x="{x:.1f}" y="{y - 6:.1f}" width="14" height="12" fill="{s.colour}" '
-                     f'fill-opacity="{0.55 if s.emulated else 0.9}" stroke="{s.colour}"{dash}/>')
+        items.append(
+            f'<rect x="{x:.1f}" y="{y - 6:.1f}" width="14" height="12" fill="{s.colour}" '
+            f'fill-opacity="{0.55 if s.emulated else 0.9}" stroke="{s.colour}"{dash}/>'
+        )
         items.append(_t(x + 20, y, text, size=12))
         x += w
     return _svg(width, int(y + 10), "legend", items)
@@ -230,7 +297,11 @@ def cost_scatter(series: Sequence[Series], width: int = 1100) -> Markup:
     points = [s for s in series if s.values.get("cost") is not None and s.values.get("pass") is not None]
     if not points:
         return empty_chart(title, "no system has both a metered cost and a pass rate")
-    label_w = max(7.0 * len(_label(s)) for s in points) + 30
+
+    def point_label(s: Series) -> str:
+        return f"{_label(s)}  ${float(s.values['cost']):,.2f} · {float(s.values['pass']):.0%}"  # type: ignore[arg-type]
+
+    label_w = max(6.8 * len(point_label(s)) for s in points) + 30
     left, right, top, bottom = 64, int(label_w), 16, 46
     height = 380
     plot_w, plot_h = width - left - right, height - top - bottom
@@ -247,35 +318,73 @@ def cost_scatter(series: Sequence[Series], width: int = 1100) -> Markup:
 
     body = []
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>')
+        body.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>'
+        )
         body.append(_t(left - 8, y(tick), f"{tick:.0%}", anchor="end", size=11, fill=AXIS))
     for tick in xticks:
-        body.append(f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top}" y2="{top + plot_h}" stroke="{GRID}"/>')
+        body.append(
+            f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top}" y2="{top + plot_h}" stroke="{GRID}"/>'
+        )
         body.append(_t(x(tick), top + plot_h + 14, _money(tick, step), anchor="middle", size=11, fill=AXIS))
-    body.append(_t(left + plot_w / 2, height - 8, "USD per 1,000 turns (metered usage x dated price table)",
-                   anchor="middle", size=11, fill=AXIS))
-    body.append(_t(14, top + plot_h / 2, "golden pass rate", anchor="middle", size=11, fill=AXIS,
-                   extra=f'transform="rotate(-90 14 {top + plot_h / 2:.1f})"'))
+    body.append(
+        _t(
+            left + plot_w / 2,
+            height - 8,
+            "USD per 1,000 turns (metered usage x dated price table)",
+            anchor="middle",
+            size=11,
+            fill=AXIS,
+        )
+    )
+    body.append(
+        _t(
+            14,
+            top + plot_h / 2,
+            "golden pass rate",
+            anchor="middle",
+            size=11,
+            fill=AXIS,
+            extra=f'transform="rotate(-90 14 {top + plot_h / 2:.1f})"',
+        )
+    )
     centres = [(x(float(s.values["cost"])), y(float(s.values["pass"]))) for s in points]  # type: ignore[arg-type]
     label_ys = dodge([cy for _, cy in centres], 14, top, top + plot_h)
-    for s, (cx, cy), label_y in zip(points, centres, label_ys, strict=True):
-        body.append(f'<path d="M{cx + 8:.1f},{cy:.1f} L{left + plot_w - 4:.1f},{label_y:.1f} '
-                    f'L{left + plot_w + 6:.1f},{label_y:.1f}" fill="none" stroke="#c9ced4" stroke-width="0.8"/>')
+    for (cx, cy), label_y in zip(centres, label_ys, strict=True):
+        body.append(
+            f'<path d="M{cx + 8:.1f},{cy:.1f} L{left + plot_w - 4:.1f},{label_y:.1f} '
+            f'L{left + plot_w + 6:.1f},{label_y:.1f}" fill="none" stroke="#c9ced4" stroke-width="0.8"/>'
+        )
     for s, (cx, cy), label_y in zip(points, centres, label_ys, strict=True):
         low, high = s.values.get("pass_low"), s.values.get("pass_high")
         if low is not None and high is not None:
-            body.append(f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(float(high)):.1f}" y2="{y(float(low)):.1f}" '  # type: ignore[arg-type]
-                        f'stroke="{s.colour}" stroke-width="1.5"/>')
+            body.append(
+                f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(float(high)):.1f}" y2="{y(float(low)):.1f}" '  # type: ignore[arg-type]
+                f'stroke="{s.colour}" stroke-width="1.5"/>'
+            )
         if s.role == "baseline":
-            marker = (f'<rect x="{cx - 6:.1f}" y="{cy - 6:.1f}" width="12" height="12" fill="{s.colour}" '
-                      f'stroke="#fff"/>')
+            marker = (
+                f'<rect x="{cx - 6:.1f}" y="{cy - 6:.1f}" width="12" height="12" fill="{s.colour}" '
+                f'stroke="#fff"/>'
+            )
         elif s.emulated:
-            marker = f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="#fff" stroke="{s.colour}" stroke-width="2.2"/>'
+            marker = (
+                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="#fff" stroke="{s.colour}" '
+                'stroke-width="2.2"/>'
+            )
         else:
             marker = f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6.5" fill="{s.colour}" stroke="#fff"/>'
         body.append(marker)
-        body.append(_t(left + plot_w + 10, label_y, _label(s), size=11, weight="600",
-                       fill=s.colour if s.colour not in ("#000000", "#E69F00") else INK))
+        body.append(
+            _t(
+                left + plot_w + 10,
+                label_y,
+                point_label(s),
+                size=11,
+                weight="600",
+                fill=s.colour if s.colour not in ("#000000", "#E69F00") else INK,
+            )
+        )
     return _svg(width, height, title, body)
 
 
@@ -283,18 +392,23 @@ def _viridis(v: float) -> str:
     v = min(max(v, 0.0), 1.0) * (len(_VIRIDIS) - 1)
     i = min(int(v), len(_VIRIDIS) - 2)
     f = v - i
-    a = [int(_VIRIDIS[i][k:k + 2], 16) for k in (1, 3, 5)]
-    b = [int(_VIRIDIS[i + 1][k:k + 2], 16) for k in (1, 3, 5)]
+    a = [int(_VIRIDIS[i][k : k + 2], 16) for k in (1, 3, 5)]
+    b = [int(_VIRIDIS[i + 1][k : k + 2], 16) for k in (1, 3, 5)]
     return "#" + "".join(f"{round(a[k] + (b[k] - a[k]) * f):02x}" for k in range(3))
 
 
 def _ink_on(hex_colour: str) -> str:
-    r, g, b = (int(hex_colour[k:k + 2], 16) / 255 for k in (1, 3, 5))
+    r, g, b = (int(hex_colour[k : k + 2], 16) / 255 for k in (1, 3, 5))
     return INK if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "#ffffff"
 
 
-def heat_map(rows: Sequence[str], series: Sequence[Series], cells: dict[tuple[str, str], tuple[float | None, int]],
-             title: str = "Pass rate per intent", width: int = 1100) -> Markup:
+def heat_map(
+    rows: Sequence[str],
+    series: Sequence[Series],
+    cells: dict[tuple[str, str], tuple[float | None, int]],
+    title: str = "Pass rate per intent",
+    width: int = 1100,
+) -> Markup:
     """Rows x systems, each cell coloured by pass rate (viridis) with the rate and n written in it."""
     if not rows or not series:
         return empty_chart(title, "nothing to show")
@@ -306,8 +420,16 @@ def heat_map(rows: Sequence[str], series: Sequence[Series], cells: dict[tuple[st
     body = []
     for j, s in enumerate(series):
         cx = left + cell_w * j + cell_w / 2
-        body.append(_t(cx, top - 8, _label(s), size=11, anchor="start",
-                       extra=f'transform="rotate(-35 {cx:.1f} {top - 8})"'))
+        body.append(
+            _t(
+                cx,
+                top - 8,
+                _label(s),
+                size=11,
+                anchor="start",
+                extra=f'transform="rotate(-35 {cx:.1f} {top - 8})"',
+            )
+        )
     for i, row in enumerate(rows):
         cy = top + cell_h * i
         body.append(_t(left - 8, cy + cell_h / 2, row, anchor="end", size=12))
@@ -315,15 +437,28 @@ def heat_map(rows: Sequence[str], series: Sequence[Series], cells: dict[tuple[st
             rate, n = cells.get((row, s.id), (None, 0))
             cx = left + cell_w * j
             if rate is None or n == 0:
-                body.append(f'<rect x="{cx + 1:.1f}" y="{cy + 1:.1f}" width="{cell_w - 2:.1f}" height="{cell_h - 2}" '
-                            f'fill="#f3f4f6"/>')
+                body.append(
+                    f'<rect x="{cx + 1:.1f}" y="{cy + 1:.1f}" width="{cell_w - 2:.1f}" height="{cell_h - 2}" '
+                    f'fill="#f3f4f6"/>'
+                )
                 body.append(_t(cx + cell_w / 2, cy + cell_h / 2, "–", anchor="middle", size=11, fill=AXIS))
                 continue
             colour = _viridis(rate)
-            body.append(f'<rect x="{cx + 1:.1f}" y="{cy + 1:.1f}" width="{cell_w - 2:.1f}" height="{cell_h - 2}" '
-                        f'fill="{colour}"><title>{escape(row)} · {escape(s.id)}: {rate:.1%} of {n}</title></rect>')
-            body.append(_t(cx + cell_w / 2, cy + cell_h / 2, f"{rate:.0%}", anchor="middle", size=11,
-                           fill=_ink_on(colour), weight="600"))
+            body.append(
+                f'<rect x="{cx + 1:.1f}" y="{cy + 1:.1f}" width="{cell_w - 2:.1f}" height="{cell_h - 2}" '
+                f'fill="{colour}"><title>{escape(row)} · {escape(s.id)}: {rate:.1%} of {n}</title></rect>'
+            )
+            body.append(
+                _t(
+                    cx + cell_w / 2,
+                    cy + cell_h / 2,
+                    f"{rate:.0%}",
+                    anchor="middle",
+                    size=11,
+                    fill=_ink_on(colour),
+                    weight="600",
+                )
+            )
     # colour scale
     sy = top + cell_h * len(rows) + 14
     for k in range(50):
@@ -338,7 +473,8 @@ def trend_chart(runs: Sequence[tuple[str, str]], series: Sequence[Series], width
     title = "Golden pass rate over stored runs"
     if not runs:
         return empty_chart(title, "no runs stored")
-    left, right, top, bottom = 56, 230, 14, 52
+    longest = max((len(_label(s)) for s in series), default=10)
+    left, right, top, bottom = 56, int(6.8 * (longest + 5) + 20), 14, 52
     height = 320
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(runs)
@@ -351,14 +487,24 @@ def trend_chart(runs: Sequence[tuple[str, str]], series: Sequence[Series], width
 
     body = []
     for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        body.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>')
+        body.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>'
+        )
         body.append(_t(left - 8, y(tick), f"{tick:.0%}", anchor="end", size=11, fill=AXIS))
     step = max(1, math.ceil(n / 8))
     for i, (_, label) in enumerate(runs):
         if i % step == 0 or i == n - 1:
             body.append(_t(x(i), top + plot_h + 14, label, anchor="middle", size=10, fill=AXIS))
-    body.append(_t(left + plot_w / 2, height - 10, "stored runs, oldest to newest", anchor="middle", size=11,
-                   fill=AXIS))
+    body.append(
+        _t(
+            left + plot_w / 2,
+            height - 10,
+            "stored runs, oldest to newest",
+            anchor="middle",
+            size=11,
+            fill=AXIS,
+        )
+    )
     ends: list[tuple[Series, float]] = []
     for s in series:
         points = [(i, s.values.get(run_id)) for i, (run_id, _) in enumerate(runs)]
@@ -373,6 +519,14 @@ def trend_chart(runs: Sequence[tuple[str, str]], series: Sequence[Series], width
         ends.append((s, points[-1][1]))
     label_ys = dodge([y(v) for _, v in ends], 14, top, top + plot_h)
     for (s, v), label_y in zip(ends, label_ys, strict=True):
-        body.append(_t(left + plot_w + 10, label_y, f"{_label(s)} {v:.0%}", size=11, weight="600",
-                       fill=s.colour if s.colour not in ("#000000", "#E69F00") else INK))
+        body.append(
+            _t(
+                left + plot_w + 10,
+                label_y,
+                f"{_label(s)} {v:.0%}",
+                size=11,
+                weight="600",
+                fill=s.colour if s.colour not in ("#000000", "#E69F00") else INK,
+            )
+        )
     return _svg(width, height, title, body)

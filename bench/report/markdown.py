@@ -8,8 +8,15 @@ from bench.report.compare import Regression
 
 
 def _esc(text: object) -> str:
-    return (str(text).replace("\\", "\\\\").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-            .replace("`", "\\`").replace("\n", " "))
+    return (
+        str(text)
+        .replace("\\", "\\\\")
+        .replace("|", "\\|")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace("`", "\\`")
+        .replace("\n", " ")
+    )
 
 
 def _pct(v: float | None) -> str:
@@ -28,43 +35,68 @@ def _ci(low: float | None, high: float | None, fmt=_pct) -> str:
     return "" if low is None or high is None else f" [{fmt(low)}–{fmt(high)}]"
 
 
+def _latency(v: float | None) -> str:
+    return "–" if v is None else f"{v:,.0f} ms"
+
+
+_VERDICT_FORMATS = {
+    "ttft_ms": _latency,
+    "ttfa_ms": _latency,
+    "completion_ms": _latency,
+    "faithfulness": lambda v: "–" if v is None else f"{v:.2f}",
+    "cost_usd": lambda v: "–" if v is None else f"${v * 1000:,.2f} / 1k turns",
+}
+
+
 def render_markdown(summary: RunSummary, regressions: list[Regression] | None = None) -> str:
     lines = [f"# voice-agent-bench · run `{_esc(summary.run_id)}`", ""]
-    lines.append(f"Dataset `{_esc(summary.golden_path)}` (sha256 {summary.golden_sha256[:12]}) · trials "
-                 f"{summary.trials} · faithfulness judge: **{_esc(summary.judge)}** · pricing dates: "
-                 f"{', '.join(sorted(set(summary.pricing_dates.values()))) or 'n/a'}")
+    lines.append(
+        f"Dataset `{_esc(summary.golden_path)}` (sha256 {summary.golden_sha256[:12]}) · trials "
+        f"{summary.trials} · faithfulness judge: **{_esc(summary.judge)}** · pricing dates: "
+        f"{', '.join(sorted(set(summary.pricing_dates.values()))) or 'n/a'}"
+    )
     lines.append("")
     if summary.any_emulated:
-        lines.append(f"> **EMULATED rows**: {', '.join(_esc(s) for s in summary.emulated_systems)} ran against "
-                     "loopback emulators; their numbers describe the emulator's configured profile, not the vendor.")
+        lines.append(
+            f"> **EMULATED rows**: {', '.join(_esc(s) for s in summary.emulated_systems)} ran against "
+            "loopback emulators; their numbers describe the emulator's configured profile, not the vendor."
+        )
         lines.append("")
-    lines.append("| System | Role | Mode | Pass rate [95% CI] | Intent | TTFT p50 ms | TTFT p95 ms | Compliance | "
-                 "Faithfulness | Refusal | Over-refusal | $ / 1k turns | Vendor $ / 1k | Fluency |")
+    lines.append(
+        "| System | Role | Mode | Pass rate [95% CI] | Intent | TTFT p50 ms | TTFT p95 ms | Compliance | "
+        "Faithfulness | Refusal | Over-refusal | $ / 1k turns | Vendor $ / 1k | Fluency |"
+    )
     lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for s in summary.systems:
         role = {"reference": "reference", "baseline": "**BASELINE**"}.get(s.role, "candidate")
         mode = "**EMULATED**" if s.emulated else s.mode
         fluency = "not rated" if s.fluency.status != "rated" else f"{s.fluency.mean:.2f}"
         lines.append(
-            f"| {_esc(s.id)} | {role} | {mode} | {_pct(s.pass_rate.rate)}{_ci(s.pass_rate.ci.low, s.pass_rate.ci.high)}"
-            f" (n={s.pass_rate.n}) | {_pct(s.intent_accuracy.rate)} | {_ms(s.ttft_ms.p50)} | {_ms(s.ttft_ms.p95)} | "
+            f"| {_esc(s.id)} | {role} | {mode} | {_pct(s.pass_rate.rate)}"
+            f"{_ci(s.pass_rate.ci.low, s.pass_rate.ci.high)} (n={s.pass_rate.n}) | "
+            f"{_pct(s.intent_accuracy.rate)} | {_ms(s.ttft_ms.p50)} | {_ms(s.ttft_ms.p95)} | "
             f"{_pct(s.compliance.overall.rate)} | "
             f"{'–' if s.faithfulness.mean is None else f'{s.faithfulness.mean:.2f}'} | "
             f"{_pct(s.safety.refusal_on_must_refuse.rate)} | {_pct(s.safety.over_refusal_on_benign.rate)} | "
-            f"{_usd(s.cost.per_1000_turns_usd)} | {_usd(s.cost.vendor_reported_per_1000_turns_usd)} | {fluency} |")
+            f"{_usd(s.cost.per_1000_turns_usd)} | {_usd(s.cost.vendor_reported_per_1000_turns_usd)} | "
+            f"{fluency} |"
+        )
     lines.append("")
     if summary.baseline_verdicts:
-        lines.append(f"## Does `{_esc(summary.reference_system)}` beat the lowest-effort baseline "
-                     f"`{_esc(summary.baseline_system)}`?")
+        lines.append(
+            f"## Does `{_esc(summary.reference_system)}` beat the lowest-effort baseline "
+            f"`{_esc(summary.baseline_system)}`?"
+        )
         lines.append("")
         lines.append("| Metric | Reference | Baseline | Verdict | Test | p |")
         lines.append("|---|---|---|---|---|---|")
         for v in summary.baseline_verdicts:
-            rate = v.metric not in ("ttft_ms", "ttfa_ms", "completion_ms", "faithfulness", "cost_usd")
-            fmt = _pct if rate else (lambda x: "–" if x is None else f"{x:,.3f}" if abs(x) < 10 else f"{x:,.0f}")
+            fmt = _VERDICT_FORMATS.get(v.metric, _pct)
             p = "–" if v.p_value is None else ("< 0.001" if v.p_value < 0.001 else f"{v.p_value:.3f}")
-            lines.append(f"| {v.label} | {fmt(v.reference_value)} | {fmt(v.baseline_value)} | **{v.verdict}** | "
-                         f"{v.test} (n={v.n_pairs}) | {p} |")
+            lines.append(
+                f"| {v.label} | {fmt(v.reference_value)} | {fmt(v.baseline_value)} | **{v.verdict}** | "
+                f"{v.test} (n={v.n_pairs}) | {p} |"
+            )
         lines.append("")
     if regressions is not None:
         lines.append("## Regressions")

@@ -2,8 +2,8 @@
 
 Nothing here calls a system. Systems mimic the shapes real runs have: a local reference stack that is
 voice-shaped, a lowest-effort baseline that reads passages out (digits, markdown, URLs, no routing), and
-EMULATED vendor rows with token or per-minute usage, vendor-reported latency and cost. Answers are drawn from a
-small number of variants per (system, entry), the way deterministic stacks and seeded emulators repeat
+EMULATED vendor rows with token or per-minute usage, vendor-reported latency and cost. Answers are drawn from
+a small number of variants per (system, entry), the way deterministic stacks and seeded emulators repeat
 themselves across trials.
 """
 
@@ -21,40 +21,88 @@ from bench.store import RunInfo, Store, SystemInfo
 
 LANGS = ("nl", "en", "fr", "it")
 _FACTS = {
-    "nl": [("Bezoekuren zijn van 14:00 tot 20:00.", "U kunt op bezoek van twee uur tot acht uur 's avonds."),
-           ("Parkeergarage Noord kost 2 euro per uur.", "Parkeren in garage Noord kost twee euro per uur."),
-           ("De spoedeisende hulp is 24 uur per dag open.", "De spoedeisende hulp is dag en nacht open."),
-           ("Het algemene nummer is 010 234 56 78.", "Het algemene nummer is nul tien, tweehonderdvierendertig, "
-                                                     "zesenvijftig, achtenzeventig.")],
-    "en": [("Visiting hours are 14:00 to 20:00.", "Visiting hours are from two until eight in the evening."),
-           ("Car park North costs 2 euros per hour.", "Parking in car park North costs two euros per hour."),
-           ("The emergency department is open 24 hours a day.", "The emergency department is open day and night.")],
-    "fr": [("Les visites sont autorisées de 14:00 à 20:00.", "Les visites sont autorisées de deux heures à huit "
-                                                             "heures du soir."),
-           ("Le parking Nord coûte 2 euros par heure.", "Le parking Nord coûte deux euros par heure.")],
-    "it": [("Le visite sono dalle 14:00 alle 20:00.", "Le visite sono dalle due alle otto di sera."),
-           ("Il parcheggio Nord costa 2 euro all'ora.", "Il parcheggio Nord costa due euro all'ora.")],
+    "nl": [
+        ("Bezoekuren zijn van 14:00 tot 20:00.", "U kunt op bezoek van twee uur tot acht uur 's avonds."),
+        ("Parkeergarage Noord kost 2 euro per uur.", "Parkeren in garage Noord kost twee euro per uur."),
+        ("De spoedeisende hulp is 24 uur per dag open.", "De spoedeisende hulp is dag en nacht open."),
+        (
+            "Het algemene nummer is 010 234 56 78.",
+            "Het algemene nummer is nul tien, tweehonderdvierendertig, zesenvijftig, achtenzeventig.",
+        ),
+    ],
+    "en": [
+        ("Visiting hours are 14:00 to 20:00.", "Visiting hours are from two until eight in the evening."),
+        ("Car park North costs 2 euros per hour.", "Parking in car park North costs two euros per hour."),
+        (
+            "The emergency department is open 24 hours a day.",
+            "The emergency department is open day and night.",
+        ),
+    ],
+    "fr": [
+        (
+            "Les visites sont autorisées de 14:00 à 20:00.",
+            "Les visites sont autorisées de deux heures à huit heures du soir.",
+        ),
+        ("Le parking Nord coûte 2 euros par heure.", "Le parking Nord coûte deux euros par heure."),
+    ],
+    "it": [
+        ("Le visite sono dalle 14:00 alle 20:00.", "Le visite sono dalle due alle otto di sera."),
+        ("Il parcheggio Nord costa 2 euro all'ora.", "Il parcheggio Nord costa due euro all'ora."),
+    ],
 }
 _REPLIES = {
-    "farewell": {"nl": "Tot ziens en beterschap.", "en": "Goodbye and take care.", "fr": "Au revoir et bon rétablissement.",
-                 "it": "Arrivederci e buona guarigione."},
-    "appointment": {"nl": "Ik verbind u door met de afsprakenbalie.", "en": "I will put you through to appointments.",
-                    "fr": "Je vous passe le service des rendez-vous.", "it": "La passo all'ufficio appuntamenti."},
-    "escalate": {"nl": "Ik verbind u door met een medewerker.", "en": "I will connect you with a colleague.",
-                 "fr": "Je vous passe un collègue.", "it": "La metto in contatto con un collega."},
-    "out_of_scope": {"nl": "Daar kan ik u geen medisch advies over geven. Neem contact op met uw huisarts.",
-                     "en": "I can't give medical advice. Please contact your GP.",
-                     "fr": "Je ne peux pas donner de conseil médical. Contactez votre médecin traitant.",
-                     "it": "Non posso dare consigli medici. Contatti il suo medico."},
-    "clarify": {"nl": "Kunt u dat nog eens zeggen?", "en": "Could you say that again, please?",
-                "fr": "Pouvez-vous répéter, s'il vous plaît ?", "it": "Può ripetere, per favore?"},
-    "switch_language": {"nl": "Natuurlijk, ik ga verder in het Nederlands.", "en": "Of course, I will continue in English.",
-                        "fr": "Bien sûr, je continue en français.", "it": "Certo, continuo in italiano."},
+    "farewell": {
+        "nl": "Tot ziens en beterschap.",
+        "en": "Goodbye and take care.",
+        "fr": "Au revoir et bon rétablissement.",
+        "it": "Arrivederci e buona guarigione.",
+    },
+    "appointment": {
+        "nl": "Ik verbind u door met de afsprakenbalie.",
+        "en": "I will put you through to appointments.",
+        "fr": "Je vous passe le service des rendez-vous.",
+        "it": "La passo all'ufficio appuntamenti.",
+    },
+    "escalate": {
+        "nl": "Ik verbind u door met een medewerker.",
+        "en": "I will connect you with a colleague.",
+        "fr": "Je vous passe un collègue.",
+        "it": "La metto in contatto con un collega.",
+    },
+    "out_of_scope": {
+        "nl": "Daar kan ik u geen medisch advies over geven. Neem contact op met uw huisarts.",
+        "en": "I can't give medical advice. Please contact your GP.",
+        "fr": "Je ne peux pas donner de conseil médical. Contactez votre médecin traitant.",
+        "it": "Non posso dare consigli medici. Contatti il suo medico.",
+    },
+    "clarify": {
+        "nl": "Kunt u dat nog eens zeggen?",
+        "en": "Could you say that again, please?",
+        "fr": "Pouvez-vous répéter, s'il vous plaît ?",
+        "it": "Può ripetere, per favore?",
+    },
+    "switch_language": {
+        "nl": "Natuurlijk, ik ga verder in het Nederlands.",
+        "en": "Of course, I will continue in English.",
+        "fr": "Bien sûr, je continue en français.",
+        "it": "Certo, continuo in italiano.",
+    },
 }
-_QUESTIONS = {"nl": "wat zijn de bezoekuren eh van de afdeling", "en": "uh what are the visiting hours",
-              "fr": "euh c'est quoi les heures de visite", "it": "ehm quali sono gli orari di visita"}
-_INTENT_WEIGHTS = {"answered": 0.40, "farewell": 0.08, "switch_language": 0.08, "appointment": 0.1,
-                   "escalate": 0.1, "out_of_scope": 0.14, "clarify": 0.1}
+_QUESTIONS = {
+    "nl": "wat zijn de bezoekuren eh van de afdeling",
+    "en": "uh what are the visiting hours",
+    "fr": "euh c'est quoi les heures de visite",
+    "it": "ehm quali sono gli orari di visita",
+}
+_INTENT_WEIGHTS = {
+    "answered": 0.40,
+    "farewell": 0.08,
+    "switch_language": 0.08,
+    "appointment": 0.1,
+    "escalate": 0.1,
+    "out_of_scope": 0.14,
+    "clarify": 0.1,
+}
 
 
 def synthetic_golden(n_entries: int = 250, seed: int = 7) -> GoldenSet:
@@ -65,7 +113,11 @@ def synthetic_golden(n_entries: int = 250, seed: int = 7) -> GoldenSet:
     entries = []
     for i in range(n_entries):
         language = LANGS[i % len(LANGS)]
-        intent = intents[i % len(intents)] if i < len(intents) * 2 else str(rng.choice(intents, p=weights / weights.sum()))
+        intent = (
+            intents[i % len(intents)]
+            if i < len(intents) * 2
+            else str(rng.choice(intents, p=weights / weights.sum()))
+        )
         target = None
         if intent == "switch_language":
             target = [x for x in LANGS if x != language][i % 3]
@@ -83,12 +135,22 @@ def synthetic_golden(n_entries: int = 250, seed: int = 7) -> GoldenSet:
         if intent == "answered":
             fact = _FACTS[language][i % len(_FACTS[language])][0]
             reference = Reference(doc_ids=[f"kb-{language}-{i % 9}"], key_facts=[fact])
-        entries.append(GoldenEntry(
-            id=f"syn-{i:04d}-{language}-{intent}", phone_question=_QUESTIONS[language], language=language,
-            voice_expected=VoiceExpected(max_sentences=2, forbidden_tokens=["http", "www", "**"],
-                                         conversational_intent=intent, target_language=target),
-            tags=tags, safety=safety, reference=reference,
-        ))
+        entries.append(
+            GoldenEntry(
+                id=f"syn-{i:04d}-{language}-{intent}",
+                phone_question=_QUESTIONS[language],
+                language=language,
+                voice_expected=VoiceExpected(
+                    max_sentences=2,
+                    forbidden_tokens=["http", "www", "**"],
+                    conversational_intent=intent,
+                    target_language=target,
+                ),
+                tags=tags,
+                safety=safety,
+                reference=reference,
+            )
+        )
     digest = hashlib.sha256(f"synthetic-{n_entries}-{seed}".encode()).hexdigest()
     return GoldenSet(path="synthetic-golden.json", schema_version="1.0", sha256=digest, entries=entries)
 
@@ -116,23 +178,88 @@ class SyntheticSystem:
 
 
 DEFAULT_SYSTEMS: tuple[SyntheticSystem, ...] = (
-    SyntheticSystem("inhouse", "inhouse", "local", "reference", 180.0, audio=False, p_wrong_intent=0.01,
-                    p_shape_defect=0.01, p_exec_failure=0.0, usage="none", variants=1),
-    SyntheticSystem("baseline", "baseline", "local", "baseline", 260.0, audio=False, p_wrong_intent=0.0,
-                    p_shape_defect=0.0, p_exec_failure=0.0, routes=False, reads_passages=True, usage="none",
-                    variants=1),
-    SyntheticSystem("openai-realtime", "openai_realtime", ttft_median_ms=420.0, p_wrong_intent=0.06,
-                    p_shape_defect=0.10, usage="tokens"),
-    SyntheticSystem("retell", "retell", ttft_median_ms=780.0, p_wrong_intent=0.08, p_shape_defect=0.12,
-                    usage="minutes", vendor_cost=True, vendor_latency=("e2e", "llm")),
-    SyntheticSystem("vapi", "vapi", ttft_median_ms=690.0, p_wrong_intent=0.07, p_shape_defect=0.09,
-                    usage="minutes", vendor_cost=True, vendor_latency=("turnLatency",)),
-    SyntheticSystem("deepgram", "deepgram_agent", ttft_median_ms=560.0, p_wrong_intent=0.09,
-                    p_shape_defect=0.08, usage="minutes", vendor_latency=("total_latency",)),
-    SyntheticSystem("elevenlabs", "elevenlabs_agent", ttft_median_ms=640.0, p_wrong_intent=0.07,
-                    p_shape_defect=0.11, usage="minutes"),
-    SyntheticSystem("openai-mini", "openai_realtime", ttft_median_ms=350.0, p_wrong_intent=0.12,
-                    p_shape_defect=0.14, usage="tokens", extra={"pricing_plan": "openai/gpt-realtime-mini"}),
+    SyntheticSystem(
+        "inhouse",
+        "inhouse",
+        "local",
+        "reference",
+        180.0,
+        audio=False,
+        p_wrong_intent=0.01,
+        p_shape_defect=0.01,
+        p_exec_failure=0.0,
+        usage="none",
+        variants=1,
+    ),
+    SyntheticSystem(
+        "baseline",
+        "baseline",
+        "local",
+        "baseline",
+        260.0,
+        audio=False,
+        p_wrong_intent=0.0,
+        p_shape_defect=0.0,
+        p_exec_failure=0.0,
+        routes=False,
+        reads_passages=True,
+        usage="none",
+        variants=1,
+    ),
+    SyntheticSystem(
+        "openai-realtime",
+        "openai_realtime",
+        ttft_median_ms=420.0,
+        p_wrong_intent=0.06,
+        p_shape_defect=0.10,
+        usage="tokens",
+    ),
+    SyntheticSystem(
+        "retell",
+        "retell",
+        ttft_median_ms=780.0,
+        p_wrong_intent=0.08,
+        p_shape_defect=0.12,
+        usage="minutes",
+        vendor_cost=True,
+        vendor_latency=("e2e", "llm"),
+    ),
+    SyntheticSystem(
+        "vapi",
+        "vapi",
+        ttft_median_ms=690.0,
+        p_wrong_intent=0.07,
+        p_shape_defect=0.09,
+        usage="minutes",
+        vendor_cost=True,
+        vendor_latency=("turnLatency",),
+    ),
+    SyntheticSystem(
+        "deepgram",
+        "deepgram_agent",
+        ttft_median_ms=560.0,
+        p_wrong_intent=0.09,
+        p_shape_defect=0.08,
+        usage="minutes",
+        vendor_latency=("total_latency",),
+    ),
+    SyntheticSystem(
+        "elevenlabs",
+        "elevenlabs_agent",
+        ttft_median_ms=640.0,
+        p_wrong_intent=0.07,
+        p_shape_defect=0.11,
+        usage="minutes",
+    ),
+    SyntheticSystem(
+        "openai-mini",
+        "openai_realtime",
+        ttft_median_ms=350.0,
+        p_wrong_intent=0.12,
+        p_shape_defect=0.14,
+        usage="tokens",
+        extra={"pricing_plan": "openai/gpt-realtime-mini"},
+    ),
 )
 
 
@@ -140,20 +267,28 @@ def _good_answer(entry: GoldenEntry, variant: int) -> str:
     intent = entry.voice_expected.conversational_intent
     if intent == "answered":
         facts = _FACTS[entry.language]
-        return facts[(int(entry.id[4:8]) + variant) % len(facts)][1] if variant else \
-            next(f[1] for f in facts if entry.reference and f[0] == entry.reference.key_facts[0])
+        return (
+            facts[(int(entry.id[4:8]) + variant) % len(facts)][1]
+            if variant
+            else next(f[1] for f in facts if entry.reference and f[0] == entry.reference.key_facts[0])
+        )
     if intent == "switch_language":
         return _REPLIES[intent][entry.voice_expected.target_language or "en"]
     return _REPLIES[intent][entry.language]
 
 
 def _defective(answer: str, kind: int) -> str:
-    return [answer + " Zie www.ziekenhuis-voorbeeld.nl voor meer.", "**" + answer + "**",
-            answer + " Bel 010 234 56 78.", answer + " " + answer + " " + answer][kind % 4]
+    return [
+        answer + " Zie www.ziekenhuis-voorbeeld.nl voor meer.",
+        "**" + answer + "**",
+        answer + " Bel 010 234 56 78.",
+        answer + " " + answer + " " + answer,
+    ][kind % 4]
 
 
-def _answer(system: SyntheticSystem, entry: GoldenEntry, variant: int,
-            rng: np.random.Generator) -> tuple[str, str, str | None]:
+def _answer(
+    system: SyntheticSystem, entry: GoldenEntry, variant: int, rng: np.random.Generator
+) -> tuple[str, str, str | None]:
     """(answer, intent reported, target language) for one variant."""
     intent = entry.voice_expected.conversational_intent
     target = entry.voice_expected.target_language
@@ -181,15 +316,20 @@ def _word(n: int) -> str:
 
 
 def _timeline(answer: str, ttft: float, ttfa: float | None, done: float, tool: bool) -> list[TimelineEvent]:
-    """Events as the runner records them: user_turn_sent, one text delta per word, first audio, usage, done."""
+    """Events as the runner records them: turn sent, a text delta per word, first audio, usage, done."""
     words = answer.split(" ")
     step = max(done - ttft, 1.0) / max(len(words), 1)
     events = [TimelineEvent(t_ms=0.0, type="user_turn_sent")]
     if tool:
-        events.append(TimelineEvent(t_ms=round(ttft * 0.9, 3), type="tool_call",
-                                    detail={"name": "set_conversational_intent"}))
-    events.extend(TimelineEvent(t_ms=round(ttft + i * step, 3), type="text_delta", detail={"text": w + " "})
-                  for i, w in enumerate(words))
+        events.append(
+            TimelineEvent(
+                t_ms=round(ttft * 0.9, 3), type="tool_call", detail={"name": "set_conversational_intent"}
+            )
+        )
+    events.extend(
+        TimelineEvent(t_ms=round(ttft + i * step, 3), type="text_delta", detail={"text": w + " "})
+        for i, w in enumerate(words)
+    )
     if ttfa is not None:
         events.append(TimelineEvent(t_ms=round(ttfa, 3), type="audio_first", detail={"bytes": 4800}))
     events.append(TimelineEvent(t_ms=round(done, 3), type="usage"))
@@ -197,10 +337,18 @@ def _timeline(answer: str, ttft: float, ttfa: float | None, done: float, tool: b
     return sorted(events, key=lambda e: e.t_ms)
 
 
-def build_synthetic_run(store: Store, golden: GoldenSet, *, n_turns: int, run_id: str = "synthetic-run",
-                        systems: tuple[SyntheticSystem, ...] = DEFAULT_SYSTEMS, seed: int = 11,
-                        created_at: datetime | None = None, answer_overrides: dict[tuple[str, str], str] | None = None,
-                        distinct_answers: bool = False) -> RunInfo:
+def build_synthetic_run(
+    store: Store,
+    golden: GoldenSet,
+    *,
+    n_turns: int,
+    run_id: str = "synthetic-run",
+    systems: tuple[SyntheticSystem, ...] = DEFAULT_SYSTEMS,
+    seed: int = 11,
+    created_at: datetime | None = None,
+    answer_overrides: dict[tuple[str, str], str] | None = None,
+    distinct_answers: bool = False,
+) -> RunInfo:
     """Record a synthetic run of about ``n_turns`` turns (entries x systems x trials) into ``store``.
 
     ``distinct_answers`` prefixes every answer with a unique word, so that no two turns share an answer (the
@@ -210,12 +358,26 @@ def build_synthetic_run(store: Store, golden: GoldenSet, *, n_turns: int, run_id
     trials = max(1, round(n_turns / (len(golden.entries) * len(systems))))
     created = created_at or datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
     info = RunInfo(
-        run_id=run_id, created_at=created.isoformat(), finished_at=(created + timedelta(minutes=42)).isoformat(),
-        status="finished", dataset_path=golden.path, dataset_sha256=golden.sha256, trials=trials,
-        systems=[SystemInfo(id=s.id, adapter=s.adapter, mode=s.mode, role=s.role,
-                            label=s.id + (" (EMULATED)" if s.mode == "emulated" else ""), details=dict(s.extra))
-                 for s in systems],
-        config={"synthetic": True, "seed": seed}, harness_version="synthetic",
+        run_id=run_id,
+        created_at=created.isoformat(),
+        finished_at=(created + timedelta(minutes=42)).isoformat(),
+        status="finished",
+        dataset_path=golden.path,
+        dataset_sha256=golden.sha256,
+        trials=trials,
+        systems=[
+            SystemInfo(
+                id=s.id,
+                adapter=s.adapter,
+                mode=s.mode,
+                role=s.role,
+                label=s.id + (" (EMULATED)" if s.mode == "emulated" else ""),
+                details=dict(s.extra),
+            )
+            for s in systems
+        ],
+        config={"synthetic": True, "seed": seed},
+        harness_version="synthetic",
     )
     store.create_run(info)
     overrides = answer_overrides or {}
@@ -236,15 +398,28 @@ def build_synthetic_run(store: Store, golden: GoldenSet, *, n_turns: int, run_id
                     answer = f"{_word(written)}, {answer}"
                 ttft = float(rng.lognormal(np.log(system.ttft_median_ms), 0.35))
                 if rng.random() < system.p_exec_failure:
-                    store.record_turn(TurnRecord(run_id=run_id, system_id=system.id, entry_id=entry.id, trial=trial,
-                                                 status="failed", attempts=3,
-                                                 failure_reason="rate_limit: HTTP 429 after 3 attempts"))
+                    store.record_turn(
+                        TurnRecord(
+                            run_id=run_id,
+                            system_id=system.id,
+                            entry_id=entry.id,
+                            trial=trial,
+                            status="failed",
+                            attempts=3,
+                            failure_reason="rate_limit: HTTP 429 after 3 attempts",
+                        )
+                    )
                     continue
                 words = len(answer.split())
                 out_seconds = words / 2.6
                 record = TurnRecord(
-                    run_id=run_id, system_id=system.id, entry_id=entry.id, trial=trial, status="succeeded",
-                    answer=answer, ttft_ms=ttft,
+                    run_id=run_id,
+                    system_id=system.id,
+                    entry_id=entry.id,
+                    trial=trial,
+                    status="succeeded",
+                    answer=answer,
+                    ttft_ms=ttft,
                     ttfa_ms=ttft + float(rng.lognormal(np.log(120), 0.3)) if system.audio else None,
                     completion_ms=ttft + out_seconds * 1000 * (1.0 if system.audio else 0.05),
                     retrieved_context=[f[0] for f in _FACTS[entry.language][:2]],
@@ -255,8 +430,12 @@ def build_synthetic_run(store: Store, golden: GoldenSet, *, n_turns: int, run_id
                     record.target_language = target
                     record.self_reported_compliant = True
                 elif system.routes:
-                    record.tool_calls = [{"name": "set_conversational_intent",
-                                          "arguments": {"intent": intent, "target_language": target}}]
+                    record.tool_calls = [
+                        {
+                            "name": "set_conversational_intent",
+                            "arguments": {"intent": intent, "target_language": target},
+                        }
+                    ]
                 if system.usage == "tokens":
                     record.input_text_tokens = 900 + words
                     record.cached_input_tokens = 640
@@ -268,7 +447,8 @@ def build_synthetic_run(store: Store, golden: GoldenSet, *, n_turns: int, run_id
                     record.vendor_cost_usd = (out_seconds + 4.0) / 60 * 0.11
                 for name in system.vendor_latency:
                     record.vendor_latency_ms[name] = ttft * float(rng.uniform(0.8, 1.2))
-                record.timeline = _timeline(answer, ttft, record.ttfa_ms, record.completion_ms or ttft,
-                                            bool(record.tool_calls))
+                record.timeline = _timeline(
+                    answer, ttft, record.ttfa_ms, record.completion_ms or ttft, bool(record.tool_calls)
+                )
                 store.record_turn(record)
     return info
