@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import sys
@@ -61,8 +62,8 @@ def _golden_for_run(run: RunInfo) -> GoldenSet:
     path = _resolve(run.dataset_path)
     golden = validate_files([path])[0]
     if golden.sha256 != run.dataset_sha256:
-        raise ConfigError(f"{path}: the dataset changed since run {run.run_id} was recorded "
-                          f"(sha256 {golden.sha256[:12]} != {run.dataset_sha256[:12]}); re-run to score the new version")
+        raise ConfigError(f"{path}: the dataset changed since run {run.run_id} was recorded (sha256 "
+                          f"{golden.sha256[:12]} != {run.dataset_sha256[:12]}); re-run to score the new version")
     return golden
 
 
@@ -225,10 +226,8 @@ def cmd_emulate(args: argparse.Namespace) -> int:
         finally:
             await running.close()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(serve())
-    except KeyboardInterrupt:
-        pass
     return EXIT_OK
 
 

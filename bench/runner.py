@@ -150,7 +150,8 @@ def build_record(run_id: str, system_id: str, entry: GoldenEntry, trial: int, ob
         elif isinstance(event, Transcript):
             if event.role == "agent" and event.final:
                 agent_transcripts.append(event.text)
-            timeline.append(TimelineEvent(t_ms=ms(stamp), type=event.type, detail={"role": event.role, "text": event.text}))
+            detail = {"role": event.role, "text": event.text}
+            timeline.append(TimelineEvent(t_ms=ms(stamp), type=event.type, detail=detail))
         elif isinstance(event, ToolCall):
             tool_calls.append({"call_id": event.call_id, "name": event.name, "arguments": event.arguments})
             timeline.append(TimelineEvent(t_ms=ms(stamp), type=event.type, detail={"name": event.name}))
@@ -220,6 +221,42 @@ async def run_turn_with_retries(adapter: Adapter, system: SystemConfig, run_id: 
                       failure_reason=reason, attempts=max(attempts, 1), started_at=started_at)
 
 
+async def _run_system(system: SystemConfig, adapter: Adapter, work: list[tuple[GoldenEntry, int]], run_id: str,
+                      store: Store, bar: tqdm) -> int:
+    """Run one system's turns under its concurrency limit; returns how many failed to execute."""
+    failed = 0
+
+    def record(result: TurnRecord) -> None:
+        nonlocal failed
+        store.record_turn(result)
+        failed += result.status == "failed"
+        bar.update(1)
+
+    try:
+        await adapter.start()
+    except Exception as exc:  # a system that cannot start fails every one of its turns, each recorded
+        reason = f"system failed to start: {type(exc).__name__}: {exc}"
+        for entry, trial in work:
+            record(TurnRecord(run_id=run_id, system_id=system.id, entry_id=entry.id, trial=trial,
+                              status="failed", failure_reason=reason, attempts=1))
+        return failed
+    semaphore = asyncio.Semaphore(system.concurrency)
+
+    async def one(entry: GoldenEntry, trial: int) -> None:
+        async with semaphore:
+            result = await run_turn_with_retries(adapter, system, run_id, entry, trial)
+        record(result)
+
+    try:
+        await asyncio.gather(*(one(entry, trial) for entry, trial in work))
+    finally:
+        try:
+            await adapter.close()
+        except Exception as exc:  # closing must not hide the recorded results
+            print(f"warning: closing {system.id} failed: {exc}", file=sys.stderr)
+    return failed
+
+
 def build_adapters(config: RunConfig) -> dict[str, Adapter]:
     """Create every adapter up front, so configuration errors (exit 2) happen before any turn is sent."""
     adapters: dict[str, Adapter] = {}
@@ -259,45 +296,16 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
     failures: dict[str, int] = {}
     recorded = skipped = 0
     for system in config.systems:
-        adapter = adapters[system.id]
         work = [(entry, trial) for trial in range(config.trials) for entry in golden.entries
                 if (system.id, entry.id, trial) not in done]
         skipped += len(golden.entries) * config.trials - len(work)
-        failures[system.id] = 0
         bar = tqdm(total=len(work), desc=f"{system.id}{' [EMULATED]' if system.mode == 'emulated' else ''}",
                    unit="turn", file=sys.stderr, disable=not progress, mininterval=1.0)
         try:
-            try:
-                await adapter.start()
-            except Exception as exc:
-                reason = f"system failed to start: {type(exc).__name__}: {exc}"
-                for entry, trial in work:
-                    store.record_turn(TurnRecord(run_id=run_id, system_id=system.id, entry_id=entry.id, trial=trial,
-                                                 status="failed", failure_reason=reason, attempts=1))
-                    failures[system.id] += 1
-                    recorded += 1
-                    bar.update(1)
-                continue
-            semaphore = asyncio.Semaphore(system.concurrency)
-
-            async def one(entry: GoldenEntry, trial: int, system: SystemConfig = system,
-                          adapter: Adapter = adapter) -> None:
-                nonlocal recorded
-                async with semaphore:
-                    record = await run_turn_with_retries(adapter, system, run_id, entry, trial)
-                store.record_turn(record)
-                recorded += 1
-                if record.status == "failed":
-                    failures[system.id] += 1
-                bar.update(1)
-
-            await asyncio.gather(*(one(entry, trial) for entry, trial in work))
+            failures[system.id] = await _run_system(system, adapters[system.id], work, run_id, store, bar)
+            recorded += len(work)
         finally:
             bar.close()
-            try:
-                await adapter.close()
-            except Exception as exc:  # closing must not hide the recorded results
-                print(f"warning: closing {system.id} failed: {exc}", file=sys.stderr)
     total_failures = sum(failures.values())
     store.finish_run(run_id, "completed" if total_failures == 0 else "completed_with_failures")
     return RunOutcome(run_id=run_id, recorded=recorded, execution_failures=total_failures,

@@ -5,7 +5,16 @@ from __future__ import annotations
 import asyncio
 import time
 
-from adapters.base import AdapterBase, AdapterError, AudioDelta, TextDelta, ToolCall, TurnDone, Usage, UserTurnSent
+from adapters.base import (
+    AdapterBase,
+    AdapterError,
+    AudioDelta,
+    TextDelta,
+    ToolCall,
+    TurnDone,
+    Usage,
+    UserTurnSent,
+)
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.runner import run_benchmark
 from bench.scoring import score_turn

@@ -1,1 +1,4 @@
-"""Plain generic RAG without any framework: the simplest possible baseline (see livekit_baseline for the LiveKit one)."""
+"""Plain generic RAG without any framework: the simplest possible baseline.
+
+The default lowest-effort baseline row is the LiveKit one in ``adapters.livekit_baseline``.
+"""

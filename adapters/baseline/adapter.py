@@ -10,7 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 
-from adapters.base import AdapterBase, Capabilities, NormalizedEvent, TextDelta, TurnDone, TurnInput, UserTurnSent
+from adapters.base import (
+    AdapterBase,
+    Capabilities,
+    NormalizedEvent,
+    TextDelta,
+    TurnDone,
+    TurnInput,
+    UserTurnSent,
+)
 from bench.config import SystemConfig
 from bench.knowledge import KnowledgeBase, load_knowledge_base
 

@@ -51,7 +51,9 @@ class FaultPlan(BaseModel):
     rate: float = Field(default=0.0, ge=0, le=1)
     kinds: list[FaultKind] = Field(default_factory=lambda: list(FAULT_KINDS))
     retry_after_s: float = Field(default=0.05, ge=0)
-    stall_s: float = Field(default=3600.0, ge=0, description="how long a stalled response waits (the harness times out)")
+    stall_s: float = Field(
+        default=3600.0, ge=0, description="how long a stalled response waits (the harness times out)"
+    )
     seed: int = 0
     #: faults fire on the first attempt of a turn only when True, so retries can recover
     first_attempt_only: bool = False

@@ -8,7 +8,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from adapters.base import AdapterBase, AdapterError, Capabilities, NormalizedEvent, TextDelta, TurnDone, TurnInput, UserTurnSent
+from adapters.base import (
+    AdapterBase,
+    AdapterError,
+    Capabilities,
+    NormalizedEvent,
+    TextDelta,
+    TurnDone,
+    TurnInput,
+    UserTurnSent,
+)
 from bench.config import SystemConfig
 from bench.orchestrator import Orchestrator, QueryRequest, load_orchestrator
 
