@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import time
 import zlib
 from collections.abc import Iterator
@@ -283,70 +282,24 @@ def _bounded(cache: dict) -> dict:
 class _RawTurns:
     """The turns of one run: a frame of raw fields plus on-demand full records (for scoring unique turns)."""
 
-    def __init__(
-        self,
-        frame: pd.DataFrame,
-        conn: sqlite3.Connection | None,
-        rowids: list[int] | None,
-        records: list[TurnRecord] | None,
-    ):
+    def __init__(self, frame: pd.DataFrame, store: Store, rowids: list[int]):
         self.frame = frame
-        self._conn = conn
+        self._store = store
         self._rowids = rowids
-        self._records = records
 
     def record_json(self, positions: list[int]) -> list[str]:
-        """The stored JSON of the turns at ``positions`` (fetched by rowid, in bounded batches)."""
-        if self._records is not None:
-            return [self._records[i].model_dump_json() for i in positions]
-        assert self._conn is not None and self._rowids is not None
+        """The stored JSON of the turns at ``positions``."""
         wanted = [self._rowids[i] for i in positions]
-        found: dict[int, str] = {}
-        for start in range(0, len(wanted), 500):
-            batch = wanted[start : start + 500]
-            marks = ",".join("?" * len(batch))
-            found.update(
-                self._conn.execute(
-                    f"SELECT rowid, record_json FROM turns WHERE rowid IN ({marks})", batch
-                ).fetchall()
-            )
+        found = self._store.turn_json_by_rowid(wanted)
         return [found[r] for r in wanted]
 
 
 def _raw_turns(store: Store, run_id: str) -> _RawTurns:
-    """Read a run's turns; fast path through the store's SQLite connection, else ``Store.turns``.
-
-    The fast path has SQLite pull the needed fields out of each stored JSON document — the scalars in one
-    ``json_extract`` (one parse per turn, returned as a small JSON array), the JSON-valued fields as JSON
-    text —
-    so no pydantic object is built per turn and the event timeline is never parsed.
-    """
+    """Read a run's turns through the store's bulk field read (no pydantic object per turn)."""
     columns = [*_RAW_FIELDS, *_RAW_JSON_FIELDS]
-    conn = getattr(store, "_conn", None)
-    if isinstance(conn, sqlite3.Connection):
-        scalars = ", ".join(f"'$.{f}'" for f in _RAW_FIELDS)
-        nested = ", ".join(f"json_extract(record_json, '$.{f}')" for f in _RAW_JSON_FIELDS)
-        try:
-            rows = conn.execute(
-                f"SELECT rowid, json_extract(record_json, {scalars}), {nested} FROM turns "
-                "WHERE run_id=? ORDER BY system_id, entry_id, trial",
-                (run_id,),
-            ).fetchall()
-        except sqlite3.Error:
-            rows = None
-        if rows is not None:
-            data = [(*json.loads(r[1]), *r[2:]) for r in rows]
-            frame = pd.DataFrame.from_records(data, columns=columns)
-            return _RawTurns(frame, conn, [r[0] for r in rows], None)
-    records = store.turns(run_id)
-    data = [
-        (
-            *(getattr(r, f) for f in _RAW_FIELDS),
-            *(json.dumps(getattr(r, f), separators=(",", ":")) for f in _RAW_JSON_FIELDS),
-        )
-        for r in records
-    ]
-    return _RawTurns(pd.DataFrame.from_records(data, columns=columns), None, None, records)
+    rows = store.turn_fields(run_id, list(_RAW_FIELDS), list(_RAW_JSON_FIELDS))
+    frame = pd.DataFrame.from_records([row[1:] for row in rows], columns=columns)
+    return _RawTurns(frame, store, [row[0] for row in rows])
 
 
 def _score_values(entry: GoldenEntry, record: TurnRecord) -> tuple:

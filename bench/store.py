@@ -161,6 +161,31 @@ class Store:
         rows = self._conn.execute(query + " ORDER BY system_id, entry_id, trial", args).fetchall()
         return [TurnRecord.model_validate_json(r[0]) for r in rows]
 
+    def turn_fields(self, run_id: str, scalars: list[str], json_fields: list[str]) -> list[tuple]:
+        """Bulk read for large runs: per turn ``(rowid, scalars..., json_fields-as-JSON-text...)``.
+
+        SQLite extracts the fields from each stored record, so no pydantic object is built per turn and the
+        event timeline is never parsed. Rows are ordered like :meth:`turns`.
+        """
+        paths = ", ".join(f"'$.{name}'" for name in scalars)
+        nested = "".join(f", json_extract(record_json, '$.{name}')" for name in json_fields)
+        rows = self._conn.execute(
+            f"SELECT rowid, json_extract(record_json, {paths}){nested} FROM turns "
+            "WHERE run_id=? ORDER BY system_id, entry_id, trial",
+            (run_id,),
+        ).fetchall()
+        return [(row[0], *json.loads(row[1]), *row[2:]) for row in rows]
+
+    def turn_json_by_rowid(self, rowids: list[int]) -> dict[int, str]:
+        """The stored JSON records for ``rowids`` (as returned by :meth:`turn_fields`), fetched in batches."""
+        found: dict[int, str] = {}
+        for start in range(0, len(rowids), 500):
+            batch = rowids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            found.update(self._conn.execute(
+                f"SELECT rowid, record_json FROM turns WHERE rowid IN ({marks})", batch).fetchall())
+        return found
+
     def completed_keys(self, run_id: str) -> set[tuple[str, str, int]]:
         """(system, entry, trial) keys that already succeeded — skipped when a run is resumed."""
         rows = self._conn.execute(
