@@ -82,7 +82,10 @@ class TurnRecord:
     first_audio: float | None = None
     done: float | None = None
     error: str | None = None
-    events: list[tuple[str, float]] = field(default_factory=list)
+    #: every event's type and stamp, kept as two flat lists (str/float items are not GC-tracked, so recording
+    #: thousands of stamps per second adds no garbage-collector work)
+    event_types: list[str] = field(default_factory=list)
+    event_stamps: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -229,7 +232,8 @@ async def _session(
         try:
             async for event in adapter.run_turn(turn):
                 stamp = time.monotonic()  # runner-style: stamp the moment the event is yielded
-                record.events.append((event.type, stamp))
+                record.event_types.append(event.type)
+                record.event_stamps.append(stamp)
                 if event.type == "user_turn_sent":
                     record.sent = stamp
                 elif event.type == "audio_delta" and record.first_audio is None:

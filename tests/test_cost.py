@@ -97,7 +97,7 @@ def test_plan_resolution_order() -> None:
     assert plan.id == "gpt-realtime-mini" and "pricing_plan" in how
     _, plan, how = resolve_plan("openai_realtime", "live", {"options": {"model": "gpt-realtime"}}, tables)
     assert plan.id == "gpt-realtime-1.5" and "model" in how  # matched through the alias
-    _, plan, how = resolve_plan("baseline", "local", {}, tables)
+    _, plan, how = resolve_plan("generic_rag", "local", {}, tables)
     assert plan.id == "local-generic-rag" and how == "local mode"
     _, plan, how = resolve_plan("livekit_baseline", "live", {}, tables)
     assert plan.id == "gpt-4o-mini" and how == "default plan"

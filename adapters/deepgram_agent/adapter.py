@@ -12,8 +12,6 @@ seconds in/out, billed minutes (connection time) and Deepgram's own latencies in
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -21,7 +19,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidHandshake, InvalidStatus
 
@@ -30,9 +28,9 @@ from adapters.deepgram_agent import wire
 from adapters.deepgram_agent.session import AgentTransport, DriverOptions, TurnDriver
 from adapters.emulators.common import EmulatorSettings, RunningEmulator
 from adapters.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
+from adapters.options import parse_options, require_live_credentials, require_live_or_emulated
 from adapters.prompts import instructions_with_context
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential, MissingExtra
 from bench.knowledge import load_knowledge_base
 
 API_KEY_VAR = "DEEPGRAM_API_KEY"
@@ -239,35 +237,14 @@ class DeepgramAgentAdapter(AdapterBase):
                 yield event
 
 
-def parse_options(system: SystemConfig) -> DeepgramAgentOptions:
-    """Validate ``options`` (including the emulator and brain settings) so mistakes are exit-2 config
-    errors."""
+def create(system: SystemConfig) -> DeepgramAgentAdapter:
     from adapters.emulators.brain import BrainProfile
 
-    try:
-        options = DeepgramAgentOptions.model_validate(system.options)
-        EmulatorSettings.model_validate(options.emulator)
-        BrainProfile.model_validate(options.brain)
-        return options
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(
-            f"system {system.id!r}: options.{'.'.join(map(str, first['loc']))}: {first['msg']}"
-        ) from None
-
-
-def create(system: SystemConfig) -> DeepgramAgentAdapter:
-    options = parse_options(system)
+    # the emulator and brain settings are validated here too, so their mistakes are exit-2 config errors
+    nested = {"emulator": EmulatorSettings, "brain": BrainProfile}
+    options = parse_options(system, DeepgramAgentOptions, nested=nested)
     api_key = None
     if system.mode == "live":
-        api_key = os.environ.get(API_KEY_VAR)
-        if not api_key:
-            raise MissingCredential(system.id, API_KEY_VAR)
-        if importlib.util.find_spec("deepgram") is None:
-            raise MissingExtra(system.id, "deepgram", "deepgram")
-    elif system.mode != "emulated":
-        raise ConfigError(
-            f"system {system.id!r}: adapter deepgram_agent runs in 'live' or 'emulated' mode, "
-            f"not {system.mode!r}"
-        )
+        api_key = require_live_credentials(system.id, API_KEY_VAR, "deepgram", "deepgram")
+    require_live_or_emulated(system, "deepgram_agent")
     return DeepgramAgentAdapter(system, options, api_key)

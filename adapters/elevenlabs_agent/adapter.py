@@ -24,8 +24,6 @@ emulated mode ``emulator`` / ``latency`` / ``faults`` / ``brain``.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import os
 import time
 import urllib.parse
 from collections.abc import AsyncIterator
@@ -42,12 +40,13 @@ from adapters.elevenlabs_agent.session import (
     build_initiation,
     run_conversation_turn,
 )
-from adapters.emulators.common import RunningEmulator
-from adapters.openai_realtime.adapter import emulator_settings, parse_options, turn_key
+from adapters.emulators.common import RunningEmulator, split_emulator_options
+from adapters.openai_realtime.adapter import turn_key
 from adapters.openai_realtime.transport import WebsocketTransport
+from adapters.options import parse_options, require_env, require_extra, require_live_or_emulated
 from adapters.prompts import instructions_with_context
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential, MissingExtra
+from bench.errors import ConfigError
 from bench.knowledge import load_knowledge_base
 
 EMULATOR_ID = "elevenlabs-agent"
@@ -105,9 +104,8 @@ class ElevenLabsAgentAdapter(AdapterBase):
         if self.mode == "emulated" and self.emulator is None:
             from adapters.emulators.registry import start_emulator
 
-            self.emulator = await start_emulator(
-                EMULATOR_ID, emulator_settings(self.options), brain=self.options.brain
-            )
+            settings, extra = split_emulator_options(self.options, forward=("brain",))
+            self.emulator = await start_emulator(EMULATOR_ID, settings, **extra)
 
     async def close(self) -> None:
         if self.emulator is not None:
@@ -204,13 +202,10 @@ class ElevenLabsAgentAdapter(AdapterBase):
 
 def create(system: SystemConfig) -> ElevenLabsAgentAdapter:
     options = parse_options(system, ElevenLabsAgentOptions)
-    if system.mode == "local":
-        raise ConfigError(f"system {system.id!r}: adapter elevenlabs_agent runs in mode 'live' or 'emulated'")
+    require_live_or_emulated(system, "elevenlabs_agent")
     if system.mode == "live":
-        if not os.environ.get(API_KEY_VAR):
-            raise MissingCredential(system.id, API_KEY_VAR)
+        require_env(system.id, API_KEY_VAR)
         if not options.agent_id:
             raise ConfigError(f"system {system.id!r}: options: agent_id: required in live mode")
-        if importlib.util.find_spec("elevenlabs") is None:
-            raise MissingExtra(system.id, "elevenlabs", "elevenlabs")
+        require_extra(system.id, "elevenlabs", "elevenlabs")
     return ElevenLabsAgentAdapter(system, options)

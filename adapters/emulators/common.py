@@ -3,6 +3,9 @@
 Every emulator draws its delays from a ``LatencyProfile`` and its faults from a ``FaultPlan``, both seeded so
 that a run is reproducible. Emulators stamp the moment they actually write a frame with ``time.monotonic()``
 (one clock for every process on the machine) so the harness's own timing error can be measured.
+``split_emulator_options`` turns an adapter's ``options`` into ``EmulatorSettings`` plus the emulator's own
+start options; ``TurnAttempts`` / ``pick_fault`` decide per connection whether a fault fires (first attempt
+only, if so configured); ``guess_language`` guesses the language of a question for the emulated brain.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import asyncio
 import math
 import random
 import time
-from collections.abc import Callable
-from typing import Literal
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,6 +83,54 @@ class EmulatorSettings(BaseModel):
     port: int = 0
 
 
+SETTINGS_KEYS: tuple[str, ...] = ("latency", "faults", "host", "port")
+
+
+def split_emulator_options(
+    options: Mapping[str, Any] | BaseModel, forward: Iterable[str] = ()
+) -> tuple[EmulatorSettings, dict[str, Any]]:
+    """``EmulatorSettings`` from ``options.emulator`` (top-level ``latency`` / ``faults`` / ``host`` / ``port``
+    override it), plus the emulator-specific start options: the other keys under ``emulator``, the top-level
+    keys named in ``forward`` (e.g. ``brain``) and ``options.emulator_options``. A pydantic options model is
+    read without its unset (``None``) fields."""
+    if isinstance(options, BaseModel):
+        fields = {name: getattr(options, name) for name in type(options).model_fields}
+        options = {name: value for name, value in fields.items() if value is not None}
+    raw = dict(options.get("emulator") or {})
+    for key in SETTINGS_KEYS:
+        if key in options:
+            raw[key] = options[key]
+    extra = {k: raw.pop(k) for k in list(raw) if k not in SETTINGS_KEYS}
+    for key in forward:
+        if key in options:
+            extra[key] = options[key]
+    extra.update(options.get("emulator_options") or {})
+    return EmulatorSettings(**raw), extra
+
+
+class TurnAttempts:
+    """Counts connections per turn key, so faults can fire on the first attempt only and retries recover."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, int] = defaultdict(int)
+        self._connections = 0
+
+    def next(self, header_key: str | None) -> tuple[str, int]:
+        self._connections += 1
+        key = header_key or f"conn-{self._connections}"
+        attempt = self._seen[key]
+        self._seen[key] += 1
+        return key, attempt
+
+
+def pick_fault(settings: EmulatorSettings, key: str, attempt: int) -> FaultKind | None:
+    """The fault for attempt ``attempt`` (0-based, from ``TurnAttempts``) of turn ``key``, seeded on
+    ``key#attempt``; none for retries when the plan is ``first_attempt_only``."""
+    if attempt > 0 and settings.faults.first_attempt_only:
+        return None
+    return settings.faults.pick(f"{key}#{attempt}")
+
+
 class SendStamps:
     """Records ``time.monotonic()`` right after a frame is written, keyed by a label (e.g. the turn id)."""
 
@@ -135,3 +188,53 @@ class RunningEmulator:
         result = self._closer()
         if asyncio.iscoroutine(result):
             await result
+
+
+#: frequent function words per golden-set language (emulators have no language identification model)
+FUNCTION_WORDS: dict[str, str] = {
+    "en": "the a an is are what when where how can could i my me you your do does to of for at on and or it "
+    "this please hello visit hours open there have",
+    "nl": "de het een is zijn wat wanneer waar hoe kan kun ik mijn me u uw je jij mag naar van voor op en of "
+    "dit alstublieft hallo bezoek uur open er heb hebben",
+    "fr": "le la les un une est sont que quoi quand ou comment puis peux je mon ma me vous votre tu faire de "
+    "du des pour sur et ce cette bonjour visite heures ouvert y ai avez",
+    "it": "il lo la gli un una e sono che cosa quando dove come posso puo io mio mia mi lei suo tu fare di "
+    "del della per su questo questa buongiorno visita orari aperto ci ho avete",
+}
+
+
+@lru_cache(maxsize=1)
+def _language_vocabularies() -> dict[str, tuple[set[str], set[str]]]:
+    from bench.knowledge import load_knowledge_base, normalize_tokens  # lazy: loads BM25 + the corpus
+
+    vocab: dict[str, set[str]] = defaultdict(set)
+    for document in load_knowledge_base().documents:
+        vocab[document.language].update(normalize_tokens(f"{document.title} {document.body}"))
+    languages = set(vocab) | set(FUNCTION_WORDS)
+    return {
+        lang: (set(normalize_tokens(FUNCTION_WORDS.get(lang, ""))), vocab.get(lang, set()))
+        for lang in languages
+    }
+
+
+def guess_language(text: str) -> str | None:
+    """The golden-set language ``text`` is most likely in.
+
+    Function words count double, knowledge-base vocabulary once, each token weighted down by the number of
+    languages sharing it. Used only when the client gives no ``x-bench-language`` hint (the official SDK
+    clients in contract tests, standalone use).
+    """
+    from bench.knowledge import normalize_tokens
+
+    tables = _language_vocabularies()
+    scores: dict[str, float] = {}
+    for token in normalize_tokens(text):
+        function_langs = [lang for lang, (words, _) in tables.items() if token in words]
+        vocab_langs = [lang for lang, (_, vocab) in tables.items() if token in vocab]
+        for lang in function_langs:
+            scores[lang] = scores.get(lang, 0.0) + 2 / len(function_langs)
+        for lang in vocab_langs:
+            scores[lang] = scores.get(lang, 0.0) + 1 / len(vocab_langs)
+    if not scores:
+        return None
+    return max(sorted(scores), key=lambda lang: scores[lang])

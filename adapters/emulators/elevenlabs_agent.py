@@ -51,12 +51,14 @@ from adapters.emulators.common import (
     FaultKind,
     RunningEmulator,
     SendStamps,
+    TurnAttempts,
     chunk_audio,
+    guess_language,
     pcm16_silence_tone,
+    pick_fault,
     sleep_until,
     speech_duration_ms,
 )
-from adapters.emulators.openai_realtime import TurnAttempts, guess_language, pick_fault
 from adapters.intent_tool import INTENT_TOOL_NAME
 
 CONVERSATION_PATH = "/v1/convai/conversation"

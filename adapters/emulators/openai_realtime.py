@@ -41,8 +41,6 @@ import math
 import re
 import time
 import urllib.parse
-from collections import defaultdict
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -56,14 +54,16 @@ from adapters.emulators.common import (
     FaultKind,
     RunningEmulator,
     SendStamps,
+    TurnAttempts,
     chunk_audio,
+    guess_language,
     pcm16_silence_tone,
+    pick_fault,
     sleep_until,
     speech_duration_ms,
 )
 from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.openai_realtime import wire
-from bench.knowledge import load_knowledge_base, normalize_tokens
 
 log = logging.getLogger(__name__)
 
@@ -104,27 +104,6 @@ def _elide_audio(event: dict[str, Any]) -> dict[str, Any]:
         ):
             event[key] = f"<{len(event[key])} base64 chars>"
     return event
-
-
-class TurnAttempts:
-    """Counts connections per turn key, so faults can fire on the first attempt only and retries recover."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, int] = defaultdict(int)
-        self._connections = 0
-
-    def next(self, header_key: str | None) -> tuple[str, int]:
-        self._connections += 1
-        key = header_key or f"conn-{self._connections}"
-        attempt = self._seen[key]
-        self._seen[key] += 1
-        return key, attempt
-
-
-def pick_fault(settings: EmulatorSettings, key: str, attempt: int) -> FaultKind | None:
-    if attempt > 0 and settings.faults.first_attempt_only:
-        return None
-    return settings.faults.pick(f"{key}#{attempt}")
 
 
 class _Connection:
@@ -737,52 +716,6 @@ def _json_response(
     )
     response.headers["Content-Type"] = "application/json"
     return response
-
-
-#: frequent function words per golden-set language (emulators have no language identification model)
-FUNCTION_WORDS: dict[str, str] = {
-    "en": "the a an is are what when where how can could i my me you your do does to of for at on and or it "
-    "this please hello visit hours open there have",
-    "nl": "de het een is zijn wat wanneer waar hoe kan kun ik mijn me u uw je jij mag naar van voor op en of "
-    "dit alstublieft hallo bezoek uur open er heb hebben",
-    "fr": "le la les un une est sont que quoi quand ou comment puis peux je mon ma me vous votre tu faire de "
-    "du des pour sur et ce cette bonjour visite heures ouvert y ai avez",
-    "it": "il lo la gli un una e sono che cosa quando dove come posso puo io mio mia mi lei suo tu fare di "
-    "del della per su questo questa buongiorno visita orari aperto ci ho avete",
-}
-
-
-@lru_cache(maxsize=1)
-def _language_vocabularies() -> dict[str, tuple[set[str], set[str]]]:
-    vocab: dict[str, set[str]] = defaultdict(set)
-    for document in load_knowledge_base().documents:
-        vocab[document.language].update(normalize_tokens(f"{document.title} {document.body}"))
-    languages = set(vocab) | set(FUNCTION_WORDS)
-    return {
-        lang: (set(normalize_tokens(FUNCTION_WORDS.get(lang, ""))), vocab.get(lang, set()))
-        for lang in languages
-    }
-
-
-def guess_language(text: str) -> str | None:
-    """The golden-set language ``text`` is most likely in.
-
-    Function words count double, knowledge-base vocabulary once, each token weighted down by the number of
-    languages sharing it. Used only when the client gives no ``x-bench-language`` hint (the official SDK
-    clients in contract tests, standalone use).
-    """
-    tables = _language_vocabularies()
-    scores: dict[str, float] = {}
-    for token in normalize_tokens(text):
-        function_langs = [lang for lang, (words, _) in tables.items() if token in words]
-        vocab_langs = [lang for lang, (_, vocab) in tables.items() if token in vocab]
-        for lang in function_langs:
-            scores[lang] = scores.get(lang, 0.0) + 2 / len(function_langs)
-        for lang in vocab_langs:
-            scores[lang] = scores.get(lang, 0.0) + 1 / len(vocab_langs)
-    if not scores:
-        return None
-    return max(sorted(scores), key=lambda lang: scores[lang])
 
 
 async def start(settings: EmulatorSettings, **options: Any) -> RunningOpenAIRealtime:

@@ -73,9 +73,7 @@ def load_options(model: type[OptionsT], system: SystemConfig) -> OptionsT:
     try:
         options = model.model_validate(system.options)
     except ValidationError as exc:
-        details = "; ".join(
-            f"options.{'.'.join(map(str, err['loc'])) or '-'}: {err['msg']}" for err in exc.errors()
-        )
+        details = "; ".join(f"options.{'.'.join(map(str, err['loc'])) or '-'}: {err['msg']}" for err in exc.errors())
         raise ConfigError(f"system {system.id!r}: {details}") from None
     if system.mode != "emulated" and not options.url:
         raise ConfigError(f"system {system.id!r}: options.url: required in {system.mode} mode")
@@ -147,9 +145,7 @@ def render_template(template: Any, values: dict[str, Any]) -> Any:
                 return values[whole.group(1)]
             return template.format_map(values)
         except (KeyError, IndexError, ValueError) as exc:
-            raise ConfigError(
-                f"template {template!r}: unknown placeholder {exc}; known: {', '.join(values)}"
-            ) from None
+            raise ConfigError(f"template {template!r}: unknown placeholder {exc}; known: {', '.join(values)}") from None
     return template
 
 
@@ -353,9 +349,7 @@ def split_emulator_options(options: EndpointOptions) -> tuple[EmulatorSettings, 
         merged["faults"] = options.faults
     if options.brain is not None:
         merged["brain"] = options.brain
-    settings = EmulatorSettings.model_validate(
-        {k: v for k, v in merged.items() if k in _EMULATOR_SETTINGS_KEYS}
-    )
+    settings = EmulatorSettings.model_validate({k: v for k, v in merged.items() if k in _EMULATOR_SETTINGS_KEYS})
     extra = {k: v for k, v in merged.items() if k not in _EMULATOR_SETTINGS_KEYS}
     return settings, extra
 

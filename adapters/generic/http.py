@@ -62,9 +62,7 @@ class HttpOptions(EndpointOptions):
     intent_path: str | None = "conversational_intent"
     target_language_path: str | None = "target_language"
     retrieved_context_path: str | None = "retrieved_context"
-    audio_path: str | None = Field(
-        default=None, description="base64 PCM16 answer audio, if the endpoint returns it"
-    )
+    audio_path: str | None = Field(default=None, description="base64 PCM16 answer audio, if the endpoint returns it")
     audio_sample_rate: int = Field(default=24000, gt=0)
     max_connections: int = Field(default=256, ge=1)
 
@@ -177,9 +175,7 @@ class HttpAdapter(AdapterBase):
                 try:
                     pcm = base64.b64decode(encoded, validate=True)
                 except (binascii.Error, ValueError, TypeError):
-                    raise AdapterError(
-                        f"malformed audio at {options.audio_path!r}", code="malformed"
-                    ) from None
+                    raise AdapterError(f"malformed audio at {options.audio_path!r}", code="malformed") from None
                 pcm = resample_pcm16(pcm, options.audio_sample_rate, turn.sample_rate)
                 events.append(AudioDelta(pcm16=pcm, sample_rate=turn.sample_rate))
         intent = json_path(data, options.intent_path)

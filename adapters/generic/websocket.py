@@ -65,9 +65,7 @@ RETRYABLE_ERROR_TYPES = {"server_error", "rate_limit_error", "rate_limit_exceede
 class WebSocketOptions(EndpointOptions):
     """Options of the evaluator-protocol WebSocket adapter."""
 
-    init_extra: dict[str, Any] = Field(
-        default_factory=dict, description="merged into evaluator.init's request"
-    )
+    init_extra: dict[str, Any] = Field(default_factory=dict, description="merged into evaluator.init's request")
     text_message: dict[str, Any] | None = Field(
         default_factory=lambda: dict(wire.DEFAULT_TEXT_MESSAGE),
         description="template for a text-only turn ({text}, {language}, {session_id}); null = audio only",
@@ -75,9 +73,7 @@ class WebSocketOptions(EndpointOptions):
     response_create: dict[str, Any] = Field(default_factory=lambda: {"type": "response.create"})
     input_sample_rate: int = Field(default=24000, gt=0, description="rate of the PCM16 the endpoint expects")
     output_sample_rate: int = Field(default=24000, gt=0, description="rate of the PCM16 the endpoint sends")
-    frame_ms: int = Field(
-        default=100, ge=5, le=1000, description="user audio frame length (20 is typical when paced)"
-    )
+    frame_ms: int = Field(default=100, ge=5, le=1000, description="user audio frame length (20 is typical when paced)")
     pace_audio: bool = Field(default=False, description="send user audio in real time (server-side VAD)")
     max_message_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
     compression: bool = Field(default=False, description="offer permessage-deflate (costs CPU and latency)")
@@ -126,9 +122,7 @@ class WebSocketAdapter(AdapterBase):
         request.update(self.options.init_extra)
         if turn.audio_pcm16 is not None and self.send_hint:
             request["transcript_hint"] = turn.text
-        return wire.EvaluatorInit(request=wire.InitRequest.model_validate(request)).model_dump(
-            exclude_none=True
-        )
+        return wire.EvaluatorInit(request=wire.InitRequest.model_validate(request)).model_dump(exclude_none=True)
 
     async def run_turn(self, turn: TurnInput) -> AsyncIterator[NormalizedEvent]:
         from websockets.asyncio.client import connect
@@ -216,21 +210,28 @@ class WebSocketAdapter(AdapterBase):
                     f"connection closed mid-response ({exc})", retryable=True, code="disconnect"
                 ) from None
             if isinstance(message, bytes):
-                yield AudioDelta(
-                    pcm16=resampler.process(message) if resampler else message, sample_rate=out_rate
-                )
+                pcm = resampler.process(message) if resampler else message
+                yield AudioDelta.model_construct(pcm16=pcm, sample_rate=out_rate)  # hot path: trusted values
                 continue
-            event = _parse(message)
-            if isinstance(event, wire.OutputAudioDelta):
+            data = _decode(message)
+            kind, delta = data.get("type"), data.get("delta")
+            # hot path (every audio/text delta): the models' single field is checked here instead of by a
+            # pydantic validation per frame; everything else goes through wire.parse_server_event
+            if kind in wire.AUDIO_DELTA_TYPES and isinstance(delta, str):
                 try:
-                    pcm = binascii.a2b_base64(event.delta, strict_mode=True)  # C-level check, no regex
+                    pcm = binascii.a2b_base64(delta, strict_mode=True)  # C-level check, no regex
                 except (binascii.Error, ValueError):
                     raise AdapterError("malformed audio delta (not base64)", code="malformed") from None
-                yield AudioDelta(pcm16=resampler.process(pcm) if resampler else pcm, sample_rate=out_rate)
-            elif isinstance(event, wire.OutputTextDelta):
-                text_parts.append(event.delta)
-                yield TextDelta(text=event.delta)
-            elif isinstance(event, wire.OutputTranscriptDone | wire.OutputTextDone):
+                if resampler is not None:
+                    pcm = resampler.process(pcm)
+                yield AudioDelta.model_construct(pcm16=pcm, sample_rate=out_rate)
+                continue
+            if kind in wire.TEXT_DELTA_TYPES and isinstance(delta, str):
+                text_parts.append(delta)
+                yield TextDelta.model_construct(text=delta)
+                continue
+            event = _parse(data)
+            if isinstance(event, wire.OutputTranscriptDone | wire.OutputTextDone):
                 final_text = event.transcript if isinstance(event, wire.OutputTranscriptDone) else event.text
                 yield Transcript(role="agent", text=final_text, final=True)
             elif isinstance(event, wire.InputAudioTranscriptionCompleted):
@@ -252,11 +253,7 @@ class WebSocketAdapter(AdapterBase):
                 body = event.response
                 if body.status in ("failed", "cancelled"):  # "incomplete" (e.g. token limit) still answered
                     details = (body.status_details or {}).get("error") or {}
-                    error = (
-                        wire.ErrorBody.model_validate(details)
-                        if isinstance(details, dict)
-                        else wire.ErrorBody()
-                    )
+                    error = wire.ErrorBody.model_validate(details) if isinstance(details, dict) else wire.ErrorBody()
                     error.message = error.message or f"response {body.status}"
                     raise _error_from_event(error)
                 if body.usage is not None:
@@ -271,13 +268,17 @@ class WebSocketAdapter(AdapterBase):
                 return
 
 
-def _parse(message: str) -> BaseModel | None:
+def _decode(message: str) -> dict[str, Any]:
     try:
         data = json.loads(message)
     except ValueError:
         raise AdapterError("malformed event (not JSON)", code="malformed") from None
     if not isinstance(data, dict):
         raise AdapterError("malformed event (not a JSON object)", code="malformed")
+    return data
+
+
+def _parse(data: dict[str, Any]) -> BaseModel | None:
     try:
         return wire.parse_server_event(data)
     except ValidationError as exc:

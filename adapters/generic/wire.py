@@ -218,6 +218,10 @@ for _model in (
     for _name in _model.model_fields["type"].annotation.__args__:  # type: ignore[union-attr]
         SERVER_EVENTS[_name] = _model
 
+#: the hot-path event types (thousands per second): the adapter checks their one field by hand
+AUDIO_DELTA_TYPES: frozenset[str] = frozenset(OutputAudioDelta.model_fields["type"].annotation.__args__)  # type: ignore[union-attr]
+TEXT_DELTA_TYPES: frozenset[str] = frozenset(OutputTextDelta.model_fields["type"].annotation.__args__)  # type: ignore[union-attr]
+
 #: GA name → beta name, for the emulator's ``event_names: beta`` option
 BETA_NAMES: dict[str, str] = {
     "response.output_audio.delta": "response.audio.delta",

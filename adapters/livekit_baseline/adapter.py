@@ -14,8 +14,9 @@ retries. Failures map to ``AdapterError``: HTTP status via ``from_status`` (429 
 a response hook on the per-turn HTTP client), dropped connection / in-stream server error / timeout →
 retryable, malformed stream or other 4xx → not retryable.
 
-Options: ``model`` (default ``gpt-4.1-mini``), ``top_k`` (3), ``instructions``, ``base_url`` (live),
-``llm_timeout_s`` (defaults to the system timeout), ``emulator`` (EmulatorSettings: ``latency``, ``faults``),
+Options: ``model`` (default ``gpt-4o-mini``, the plan priced in datasets/pricing/baseline.yaml), ``top_k`` (3),
+``instructions``, ``base_url`` (live), ``llm_timeout_s`` (defaults to the system timeout),
+``emulator`` (EmulatorSettings: ``latency``, ``faults``),
 ``brain`` / ``emulator_options`` (passed to the emulator).
 """
 
@@ -23,9 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import json
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -41,32 +40,16 @@ from adapters.base import (
 )
 from adapters.custom_llm.http import parse_retry_after
 from adapters.custom_llm.wire import MalformedStream
-from adapters.emulators.common import EmulatorSettings, RunningEmulator
+from adapters.emulators.common import RunningEmulator, split_emulator_options
 from adapters.emulators.registry import start_emulator
+from adapters.options import require_env, require_extra
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential, MissingExtra
+from bench.errors import ConfigError
 from bench.knowledge import load_knowledge_base
 
 API_KEY_VAR = "OPENAI_API_KEY"
-DEFAULT_MODEL = "gpt-4.1-mini"
+DEFAULT_MODEL = "gpt-4o-mini"
 EMULATOR_ID = "openai-chat"
-SETTINGS_KEYS = ("latency", "faults", "host", "port")
-
-
-def split_emulator_options(options: dict[str, Any]) -> tuple[EmulatorSettings, dict[str, Any]]:
-    """``EmulatorSettings`` from ``options.emulator`` (and top-level ``latency`` / ``faults``), plus the
-    emulator-specific options (``brain``, ``emulator_options``, other keys under ``emulator``)."""
-    raw = dict(options.get("emulator") or {})
-    for key in SETTINGS_KEYS:
-        if key in options:
-            raw[key] = options[key]
-    extra = {k: raw.pop(k) for k in list(raw) if k not in SETTINGS_KEYS}
-    if "brain" in options:
-        extra["brain"] = options["brain"]
-    extra.update(options.get("emulator_options") or {})
-    return EmulatorSettings(**raw), extra
-
-
 class LiveKitBaselineAdapter(AdapterBase):
     """Lowest-effort baseline: LiveKit Agents + generic RAG tool + OpenAI LLM plugin, text mode."""
 
@@ -97,19 +80,16 @@ class LiveKitBaselineAdapter(AdapterBase):
         self._api_key: str | None = None
         self._base_url: str | None = options.get("base_url")
         if self.mode == "live":
-            self._api_key = os.environ.get(API_KEY_VAR)
-            if not self._api_key:
-                raise MissingCredential(system.id, API_KEY_VAR)
+            self._api_key = require_env(system.id, API_KEY_VAR)
         for module in ("livekit.agents", "livekit.plugins.openai"):
-            if not _installed(module):
-                # the framework is the system under test: needed in every mode, emulated included
-                raise MissingExtra(system.id, "livekit", module)
+            # the framework is the system under test: needed in every mode, emulated included
+            require_extra(system.id, "livekit", module)
         self.emulator: RunningEmulator | None = None
         self._kb = load_knowledge_base()
 
     async def start(self) -> None:
         if self.mode == "emulated" and self.emulator is None:
-            settings, extra = split_emulator_options(self.system.options)
+            settings, extra = split_emulator_options(self.system.options, forward=("brain",))
             self.emulator = await start_emulator(EMULATOR_ID, settings, **extra)
             self._base_url = f"{self.emulator.url}/v1"
             self._api_key = "emulated-no-key"
@@ -210,13 +190,6 @@ class LiveKitBaselineAdapter(AdapterBase):
             await _quietly(session.aclose())
             await _quietly(model.aclose())
             await _quietly(client.close())
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
 
 
 async def _wait(result: Any) -> None:

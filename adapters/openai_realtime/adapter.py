@@ -10,28 +10,28 @@ Options (``system.options``): ``model`` (gpt-realtime), ``beta`` (use the beta i
 ``idle_timeout_s`` (no server event for this long = a retryable stall; default half the system timeout, at
 most 15 s), ``audio_chunk_ms``, ``pace_audio``, ``input_transcription_model``, ``max_tool_rounds``, ``trace``
 (keep the wire event types of the last turn in ``last_trace``), and for emulated mode ``emulator``
-(``EmulatorSettings`` fields), ``latency`` / ``faults`` (shortcuts into it) and ``brain`` (``BrainProfile``).
+(``EmulatorSettings`` fields; other keys go to the emulator), ``latency`` / ``faults`` (shortcuts into it,
+overriding ``emulator``) and ``brain`` (``BrainProfile``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import os
 import urllib.parse
 from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.base import AdapterBase, Capabilities, NormalizedEvent, TurnInput
-from adapters.emulators.common import EmulatorSettings, RunningEmulator
+from adapters.emulators.common import RunningEmulator, split_emulator_options
 from adapters.openai_realtime.session import Trace, TurnSettings, build_session, run_realtime_turn
 from adapters.openai_realtime.transport import Transport, WebsocketTransport
 from adapters.openai_realtime.wire import BETA_HEADER
+from adapters.options import parse_options, require_live_credentials, require_live_or_emulated
 from adapters.prompts import instructions_with_context
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential, MissingExtra
+from bench.errors import ConfigError
 from bench.knowledge import load_knowledge_base
 
 API_KEY_VAR = "OPENAI_API_KEY"
@@ -57,23 +57,6 @@ class OpenAIRealtimeOptions(BaseModel):
     latency: dict[str, Any] | None = None
     faults: dict[str, Any] | None = None
     brain: dict[str, Any] = Field(default_factory=dict)
-
-
-def parse_options(system: SystemConfig, model: type[BaseModel]) -> Any:
-    try:
-        return model.model_validate(system.options)
-    except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"system {system.id!r}: options: {problems}") from None
-
-
-def emulator_settings(options: Any) -> EmulatorSettings:
-    data = dict(options.emulator)
-    if options.latency is not None:
-        data.setdefault("latency", options.latency)
-    if options.faults is not None:
-        data.setdefault("faults", options.faults)
-    return EmulatorSettings(**data)
 
 
 def turn_key(turn: TurnInput) -> str:
@@ -104,12 +87,8 @@ class OpenAIRealtimeAdapter(AdapterBase):
         if self.mode == "emulated" and self.emulator is None:
             from adapters.emulators.registry import start_emulator
 
-            self.emulator = await start_emulator(
-                EMULATOR_ID,
-                emulator_settings(self.options),
-                brain=self.options.brain,
-                model=self.options.model,
-            )
+            settings, extra = split_emulator_options(self.options, forward=("brain",))
+            self.emulator = await start_emulator(EMULATOR_ID, settings, **extra, model=self.options.model)
 
     async def close(self) -> None:
         if self.emulator is not None:
@@ -176,10 +155,7 @@ class OpenAIRealtimeAdapter(AdapterBase):
 
 def create(system: SystemConfig) -> OpenAIRealtimeAdapter:
     options = parse_options(system, OpenAIRealtimeOptions)
-    if system.mode == "local":
-        raise ConfigError(f"system {system.id!r}: adapter openai_realtime runs in mode 'live' or 'emulated'")
-    if system.mode == "live" and not os.environ.get(API_KEY_VAR):
-        raise MissingCredential(system.id, API_KEY_VAR)
-    if system.mode == "live" and importlib.util.find_spec("openai") is None:
-        raise MissingExtra(system.id, "openai", "openai")
+    require_live_or_emulated(system, "openai_realtime")
+    if system.mode == "live":
+        require_live_credentials(system.id, API_KEY_VAR, "openai", "openai")
     return OpenAIRealtimeAdapter(system, options)

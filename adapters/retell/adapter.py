@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -44,10 +42,11 @@ from adapters.base import (
     UserTurnSent,
 )
 from adapters.emulators.common import EmulatorSettings, RunningEmulator
+from adapters.options import parse_options, require_live_credentials, require_live_or_emulated
 from adapters.retell import wire
 from adapters.retell.llm_server import RetellLlmServer, labels_from_metadata
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential, MissingExtra
+from bench.errors import ConfigError
 from bench.orchestrator import load_orchestrator
 
 API_KEY_VAR = "RETELL_API_KEY"
@@ -496,28 +495,11 @@ class _CallStream:
         return out
 
 
-def parse_options(system: SystemConfig) -> RetellOptions:
-    """Validate ``options`` so mistakes are exit-2 configuration errors naming the field."""
-    try:
-        options = RetellOptions.model_validate(system.options)
-        EmulatorSettings.model_validate(options.emulator)
-        return options
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ConfigError(
-            f"system {system.id!r}: options.{'.'.join(map(str, first['loc']))}: {first['msg']}"
-        ) from None
-
-
 def create(system: SystemConfig) -> RetellAdapter:
-    options = parse_options(system)
+    options = parse_options(system, RetellOptions, nested={"emulator": EmulatorSettings})
     api_key = None
     if system.mode == "live":
-        api_key = os.environ.get(API_KEY_VAR)
-        if not api_key:
-            raise MissingCredential(system.id, API_KEY_VAR)
-        if importlib.util.find_spec("retell") is None:
-            raise MissingExtra(system.id, "retell", "retell")
+        api_key = require_live_credentials(system.id, API_KEY_VAR, "retell", "retell")
         for name in ("agent_id", "llm_websocket_url"):
             if not getattr(options, name):
                 raise ConfigError(
@@ -530,8 +512,5 @@ def create(system: SystemConfig) -> RetellAdapter:
                         f"{options.llm_server_host}:{options.llm_server_port or LIVE_LLM_SERVER_PORT})"
                     )
                 )
-    elif system.mode != "emulated":
-        raise ConfigError(
-            f"system {system.id!r}: adapter retell runs in 'live' or 'emulated' mode, not {system.mode!r}"
-        )
+    require_live_or_emulated(system, "retell")
     return RetellAdapter(system, options, api_key)

@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import importlib.util
 import os
 import time
 from collections.abc import AsyncIterator
@@ -65,7 +64,7 @@ from adapters.base import (
 )
 from adapters.custom_llm import CustomLlmServer, TurnContext, TurnRecord
 from adapters.custom_llm.http import parse_retry_after
-from adapters.emulators.common import EmulatorSettings, RunningEmulator
+from adapters.emulators.common import RunningEmulator, split_emulator_options
 from adapters.emulators.registry import start_emulator
 from adapters.intent_tool import (
     INTENT_TOOL_DESCRIPTION,
@@ -73,6 +72,7 @@ from adapters.intent_tool import (
     INTENT_TOOL_PARAMETERS,
     intent_from_arguments,
 )
+from adapters.options import require_env, require_extra, require_live_or_emulated
 from adapters.vapi.api import HttpVapiApi, VapiApi
 from adapters.vapi.wire import (
     AddMessage,
@@ -97,13 +97,12 @@ from adapters.vapi.wire import (
     parse_transport_message,
 )
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential, MissingExtra
+from bench.errors import ConfigError
 from bench.orchestrator import Orchestrator, load_orchestrator
 
 API_KEY_VAR = "VAPI_API_KEY"
 EMULATOR_ID = "vapi"
 DEFAULT_ORCHESTRATOR = "adapters.inhouse.reference:ReferenceVoiceStack"
-SETTINGS_KEYS = ("latency", "faults", "host", "port")
 CLIENT_MESSAGES = [
     "conversation-update",
     "model-output",
@@ -130,16 +129,6 @@ def ended_reason_retryable(reason: str) -> bool:
         return False
     transient = ("429", "-500-", "-503-", "vapifault", "providerfault", "worker", "llm-failed", "timeout")
     return any(marker in reason for marker in transient)
-
-
-def _emulator_settings(options: dict[str, Any]) -> tuple[EmulatorSettings, dict[str, Any]]:
-    raw = dict(options.get("emulator") or {})
-    for key in SETTINGS_KEYS:
-        if key in options:
-            raw[key] = options[key]
-    extra = {k: raw.pop(k) for k in list(raw) if k not in SETTINGS_KEYS}
-    extra.update(options.get("emulator_options") or {})
-    return EmulatorSettings(**raw), extra
 
 
 class _TurnState:
@@ -199,10 +188,7 @@ class VapiAdapter(AdapterBase):
     def __init__(self, system: SystemConfig, orchestrator: Orchestrator | None = None):
         self.system = system
         self.system_id = system.id
-        if system.mode not in ("live", "emulated"):
-            raise ConfigError(
-                f"system {system.id!r}: Vapi runs mode 'live' or 'emulated'; got mode {system.mode!r}"
-            )
+        require_live_or_emulated(system, "vapi")
         self.mode = system.mode
         options = system.options
         self.options = options
@@ -220,11 +206,8 @@ class VapiAdapter(AdapterBase):
         self._token: str | None = None
         self.custom_llm_url: str | None = options.get("custom_llm_url")
         if self.mode == "live":
-            if importlib.util.find_spec("vapi") is None:
-                raise MissingExtra(system.id, "vapi", "vapi")
-            self._token = os.environ.get(API_KEY_VAR)
-            if not self._token:
-                raise MissingCredential(system.id, API_KEY_VAR)
+            require_extra(system.id, "vapi", "vapi")
+            self._token = require_env(system.id, API_KEY_VAR)
             if not self.assistant_id and not self.custom_llm_url:
                 raise ConfigError(
                     f"system {system.id!r} runs Vapi live with an inline custom-llm assistant and needs "
@@ -264,7 +247,7 @@ class VapiAdapter(AdapterBase):
         if self.mode == "emulated":
             await server.start("127.0.0.1", 0)
             self.custom_llm_url = server.url
-            settings, extra = _emulator_settings(options)
+            settings, extra = split_emulator_options(options)
             self.emulator = await start_emulator(EMULATOR_ID, settings, **extra)
             self.api = HttpVapiApi(self.emulator.url, token="emulated-no-key")
         else:
