@@ -26,7 +26,8 @@ is stamped right after the frame is written (``stamps.first_text`` / ``stamps.fi
 scheduled time (``stamps.scheduled_first_audio``). The timing benchmark reads them through ``GET /stamps``
 (a side channel, so the protocol frames stay unchanged).
 
-Faults (``settings.faults``, keyed by turn key, decided on the WebSocket upgrade when the client sends the
+Faults (``settings.faults`` via the shared ``pick_fault``: seeded on ``<turn key>#<attempt>``, so a retry draws
+again, and ``first_attempt_only`` spares retries; decided on the WebSocket upgrade when the client sends the
 ``X-Evaluator-Session`` header): ``rate_limit`` = HTTP 429 + Retry-After (upgrade rejection / HTTP
 response; an ``error`` event with ``code: rate_limit_exceeded`` when the session is only known after the
 upgrade), ``error_event`` = ``error`` event / HTTP 500, ``malformed`` = a truncated JSON frame / body,
@@ -60,6 +61,7 @@ from adapters.emulators.common import (
     SendStamps,
     chunk_audio,
     pcm16_silence_tone,
+    pick_fault,
     sleep_until,
     speech_duration_ms,
 )
@@ -79,17 +81,11 @@ class EvaluatorEmulatorOptions(BaseModel):
     transport: Literal["websocket", "http"] = "websocket"
     brain: dict[str, Any] = Field(default_factory=dict)
     event_names: Literal["ga", "beta"] = "ga"
-    max_audio_ms: int | None = Field(
-        default=None, ge=0, description="cap on the spoken answer's audio length"
-    )
+    max_audio_ms: int | None = Field(default=None, ge=0, description="cap on the spoken answer's audio length")
     answer_text: str | None = Field(default=None, description="fixed reply instead of the brain (benchmarks)")
     pcm_end_message: bool = True
-    pcm_trailing_silence_ms: int = Field(
-        default=0, ge=0, description="silent PCM after the answer (pcm mode)"
-    )
-    pcm_output_sample_rate: int | None = Field(
-        default=None, description="override the rate asked for in start"
-    )
+    pcm_trailing_silence_ms: int = Field(default=0, ge=0, description="silent PCM after the answer (pcm mode)")
+    pcm_output_sample_rate: int | None = Field(default=None, description="override the rate asked for in start")
 
 
 class EvaluatorRunning(RunningEmulator):
@@ -127,12 +123,10 @@ class EvaluatorEmulator:
         return session_id if done == 0 else f"{session_id}#{done}"
 
     def decide_fault(self, key: str) -> str | None:
-        plan = self.settings.faults
+        """The fault for this attempt at turn ``key`` (shared convention: seeded on ``key#attempt``)."""
         attempt = self._attempts.get(key, 0)
         self._attempts[key] = attempt + 1
-        if plan.first_attempt_only and attempt > 0:
-            return None
-        return plan.pick(key)
+        return pick_fault(self.settings, key, attempt)
 
     def answer(self, question: str, language: str | None) -> BrainAnswer:
         if self.options.answer_text is not None:
@@ -160,9 +154,7 @@ class EvaluatorEmulator:
         chunk_ms = self.settings.latency.audio_chunk_ms
         cache_key = (duration, chunk_ms, sample_rate)
         if cache_key not in self._audio:
-            chunks = chunk_audio(
-                pcm16_silence_tone(max(duration, chunk_ms), sample_rate), chunk_ms, sample_rate
-            )
+            chunks = chunk_audio(pcm16_silence_tone(max(duration, chunk_ms), sample_rate), chunk_ms, sample_rate)
             self._audio[cache_key] = (chunks, [base64.b64encode(c).decode("ascii") for c in chunks])
         return self._audio[cache_key]
 
@@ -204,8 +196,7 @@ class EvaluatorEmulator:
         token_step = latency.token_interval_ms / 1000
         audio_step = latency.audio_chunk_ms * latency.audio_pacing / 1000
         timeline: list[tuple[float, int, int, Any]] = [
-            (t0 + first_token_s + i * token_step, 0, i, token)
-            for i, token in enumerate(_TOKEN.findall(text) or [text])
+            (t0 + first_token_s + i * token_step, 0, i, token) for i, token in enumerate(_TOKEN.findall(text) or [text])
         ]
         timeline += [(t0 + first_audio_s + j * audio_step, 1, j, chunk) for j, chunk in enumerate(chunks)]
         timeline.sort(key=lambda item: (item[0], item[1], item[2]))
@@ -282,9 +273,7 @@ class EvaluatorEmulator:
                 data = json.loads(message)
                 kind = data.get("type")
             except (ValueError, AttributeError):
-                await self._send_error(
-                    ws, "invalid_request_error", "invalid_json", "message is not a JSON object"
-                )
+                await self._send_error(ws, "invalid_request_error", "invalid_json", "message is not a JSON object")
                 continue
             if init is None:
                 if kind != "evaluator.init":
@@ -303,17 +292,13 @@ class EvaluatorEmulator:
                 try:
                     item = wire.ConversationItemCreate.model_validate(data).item
                 except ValidationError as exc:
-                    await self._send_error(
-                        ws, "invalid_request_error", "invalid_item", exc.errors()[0]["msg"]
-                    )
+                    await self._send_error(ws, "invalid_request_error", "invalid_item", exc.errors()[0]["msg"])
                     continue
                 text = " ".join(part.text for part in item.content)
             elif kind == "response.create":
                 question = text if text is not None else (init.transcript_hint or "")
                 if text is None and audio_bytes == 0:
-                    await self._send_error(
-                        ws, "invalid_request_error", "empty_input", "no input to respond to"
-                    )
+                    await self._send_error(ws, "invalid_request_error", "empty_input", "no input to respond to")
                     continue
                 key = self.turn_key(init.session_id)
                 fault = pre_fault if pre_fault != _UNDECIDED else self.decide_fault(key)
@@ -327,9 +312,7 @@ class EvaluatorEmulator:
                     return
                 text, audio_bytes = None, 0
             elif kind == "evaluator.init":
-                await self._send_error(
-                    ws, "invalid_request_error", "duplicate_init", "evaluator.init sent twice"
-                )
+                await self._send_error(ws, "invalid_request_error", "duplicate_init", "evaluator.init sent twice")
 
     async def _respond_evaluator(
         self,
@@ -422,9 +405,7 @@ class EvaluatorEmulator:
             ws.transport.abort()
             return False
         audio_ms = len(b"".join(self.audio(answer.text, 24000)[0])) / 48
-        await ws.send(
-            json.dumps({"type": self._name("response.output_audio.done"), "response_id": response_id})
-        )
+        await ws.send(json.dumps({"type": self._name("response.output_audio.done"), "response_id": response_id}))
         await ws.send(
             json.dumps(
                 {
@@ -448,9 +429,7 @@ class EvaluatorEmulator:
                 "audio_tokens": int(audio_ms / 50),
             },
         }
-        usage["input_tokens"] = sum(
-            v for k, v in usage["input_token_details"].items() if k != "cached_tokens"
-        )
+        usage["input_tokens"] = sum(v for k, v in usage["input_token_details"].items() if k != "cached_tokens")
         usage["output_tokens"] = sum(usage["output_token_details"].values())
         usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
         await ws.send(
@@ -491,16 +470,12 @@ class EvaluatorEmulator:
                 continue
             if start is None:
                 if kind != "start":
-                    await self._pcm_error(
-                        ws, "protocol_error", f"expected start first, got {kind!r}", close=True
-                    )
+                    await self._pcm_error(ws, "protocol_error", f"expected start first, got {kind!r}", close=True)
                     return
                 try:
                     start = wire.PcmStart.model_validate(data)
                 except ValidationError as exc:
-                    await self._pcm_error(
-                        ws, "protocol_error", f"invalid start: {exc.errors()[0]['msg']}", close=True
-                    )
+                    await self._pcm_error(ws, "protocol_error", f"invalid start: {exc.errors()[0]['msg']}", close=True)
                     return
                 self._record(start.session_id, "start")
                 self.init_requests[start.session_id] = data
@@ -610,9 +585,7 @@ class EvaluatorEmulator:
         return True
 
     async def _send_error(self, ws: Any, error_type: str, code: str, message: str) -> None:
-        await ws.send(
-            json.dumps({"type": "error", "error": {"type": error_type, "code": code, "message": message}})
-        )
+        await ws.send(json.dumps({"type": "error", "error": {"type": error_type, "code": code, "message": message}}))
 
     async def _protocol_error(self, ws: Any, message: str) -> None:
         await self._send_error(ws, "invalid_request_error", "protocol_error", message)
@@ -663,9 +636,7 @@ class EvaluatorEmulator:
             await _http_send(conn, writer, 200, self.stamps_report())
             return True
         if method != "POST":
-            await _http_send(
-                conn, writer, 405, _error_body("invalid_request_error", "method_not_allowed", method)
-            )
+            await _http_send(conn, writer, 405, _error_body("invalid_request_error", "method_not_allowed", method))
             return True
         t0 = time.monotonic()
         try:
@@ -702,9 +673,7 @@ class EvaluatorEmulator:
             writer.transport.abort()
             return False
         if fault == "error_event":
-            await _http_send(
-                conn, writer, 500, _error_body("server_error", "server_error", "emulated server error")
-            )
+            await _http_send(conn, writer, 500, _error_body("server_error", "server_error", "emulated server error"))
             return True
         if fault == "malformed":
             await _http_send(conn, writer, 200, b'{"answer": ')
@@ -715,9 +684,7 @@ class EvaluatorEmulator:
             target_language=answer.target_language,
             retrieved_context=answer.retrieved_context,
             session_id=turn.session_id,
-            audio_b64=base64.b64encode(b"".join(self.audio(answer.text, 24000)[0])).decode()
-            if turn.audio
-            else None,
+            audio_b64=base64.b64encode(b"".join(self.audio(answer.text, 24000)[0])).decode() if turn.audio else None,
         )
         await _http_send(conn, writer, 200, payload.model_dump_json(exclude_none=True).encode())
         self.stamps.mark(self.stamps.first_text, key)
@@ -816,9 +783,7 @@ async def start(settings: EmulatorSettings, **options: Any) -> EvaluatorRunning:
     return EvaluatorRunning(f"ws://{settings.host}:{port}", emulator, close_ws)
 
 
-async def _serve_forever(
-    settings: EmulatorSettings, options: dict[str, Any], freeze_gc: bool = False
-) -> None:
+async def _serve_forever(settings: EmulatorSettings, options: dict[str, Any], freeze_gc: bool = False) -> None:
     running = await start(settings, **options)
     if freeze_gc:
         gc.collect()
@@ -845,9 +810,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--options", default="{}", help="start options as JSON (brain, max_audio_ms, ...)")
     parser.add_argument("--gc-freeze", action="store_true", help="gc.freeze() once started (timing runs)")
     args = parser.parse_args(argv)
-    settings = EmulatorSettings.model_validate(
-        {**json.loads(args.settings), "host": args.host, "port": args.port}
-    )
+    settings = EmulatorSettings.model_validate({**json.loads(args.settings), "host": args.host, "port": args.port})
     options = {**json.loads(args.options), "transport": args.transport}
     asyncio.run(_serve_forever(settings, options, args.gc_freeze))
     return 0

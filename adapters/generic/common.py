@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from adapters.base import AdapterError, TurnInput
-from adapters.emulators.common import EmulatorSettings, RunningEmulator
+from adapters.emulators.common import RunningEmulator, split_emulator_options
 from bench.config import SystemConfig
 from bench.errors import ConfigError, MissingCredential
 
@@ -24,7 +24,6 @@ from bench.errors import ConfigError, MissingCredential
 SESSION_HEADER = "X-Evaluator-Session"
 
 _SENSITIVE = re.compile(r"authorization|cookie|token|secret|key|password|signature", re.IGNORECASE)
-_EMULATOR_SETTINGS_KEYS = set(EmulatorSettings.model_fields)
 
 
 class EndpointOptions(BaseModel):
@@ -52,6 +51,7 @@ class EndpointOptions(BaseModel):
     latency: dict[str, Any] | None = None
     faults: dict[str, Any] | None = None
     brain: dict[str, Any] | None = None
+    emulator_options: dict[str, Any] | None = None
 
     @field_validator("headers")
     @classmethod
@@ -339,21 +339,6 @@ async def close_quietly(ws: Any) -> None:
 # ------------------------------------------------------------------------------------------- emulator
 
 
-def split_emulator_options(options: EndpointOptions) -> tuple[EmulatorSettings, dict[str, Any]]:
-    """EmulatorSettings plus the emulator's start options, from ``options.emulator`` and the shortcuts
-    ``options.latency`` / ``options.faults`` / ``options.brain``."""
-    merged = dict(options.emulator)
-    if options.latency is not None:
-        merged["latency"] = options.latency
-    if options.faults is not None:
-        merged["faults"] = options.faults
-    if options.brain is not None:
-        merged["brain"] = options.brain
-    settings = EmulatorSettings.model_validate({k: v for k, v in merged.items() if k in _EMULATOR_SETTINGS_KEYS})
-    extra = {k: v for k, v in merged.items() if k not in _EMULATOR_SETTINGS_KEYS}
-    return settings, extra
-
-
 class EmulatedEndpoint:
     """The ``evaluator-websocket`` emulator started for an adapter in emulated mode."""
 
@@ -365,7 +350,7 @@ class EmulatedEndpoint:
     async def start(self) -> str:
         from adapters.emulators.registry import start_emulator
 
-        settings, extra = split_emulator_options(self.options)
+        settings, extra = split_emulator_options(self.options, forward=("brain",))
         extra["transport"] = self.transport
         self.running = await start_emulator("evaluator-websocket", settings, **extra)
         return self.running.url

@@ -131,12 +131,8 @@ async def test_body_template_and_json_paths() -> None:
         (404, {}, False, None),
     ],
 )
-async def test_status_mapping(
-    status: int, headers: dict[str, str], retryable: bool, retry_after: float | None
-) -> None:
-    adapter = mocked(
-        lambda request: httpx.Response(status, headers=headers, json={"error": {"message": "x"}})
-    )
+async def test_status_mapping(status: int, headers: dict[str, str], retryable: bool, retry_after: float | None) -> None:
+    adapter = mocked(lambda request: httpx.Response(status, headers=headers, json={"error": {"message": "x"}}))
     with pytest.raises(AdapterError) as info:
         await collect(adapter, turn())
     await adapter.close()
@@ -232,3 +228,20 @@ async def test_user_turn_sent_is_yielded_before_the_answer_is_written() -> None:
     finally:
         await adapter.close()
     assert stamps["user_turn_sent"] < answer_written < stamps["text_delta"]
+
+
+@pytest.mark.live
+async def test_live_endpoint() -> None:
+    """Against a team's real endpoint: BENCH_GENERIC_HTTP_URL (+ BENCH_GENERIC_HTTP_AUTH_ENV naming the key var)."""
+    import os
+
+    url = os.environ.get("BENCH_GENERIC_HTTP_URL")
+    if not url:
+        pytest.skip("BENCH_GENERIC_HTTP_URL not set: live generic HTTP test skipped")
+    adapter = create(system(mode="live", url=url, auth_header_env=os.environ.get("BENCH_GENERIC_HTTP_AUTH_ENV")))
+    try:
+        events = await collect(adapter, turn("live-probe"))
+    finally:
+        await adapter.close()
+    assert isinstance(events[0], UserTurnSent)
+    assert isinstance(events[-1], TurnDone) and events[-1].final_text

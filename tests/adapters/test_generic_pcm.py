@@ -129,9 +129,7 @@ async def test_sample_rates_are_converted_both_ways(emulator: EvaluatorRunning) 
 
 
 async def test_end_of_turn_by_idle_when_no_end_message() -> None:
-    running = await start(
-        EmulatorSettings(latency=LatencyProfile(**FAST)), max_audio_ms=120, pcm_end_message=False
-    )
+    running = await start(EmulatorSettings(latency=LatencyProfile(**FAST)), max_audio_ms=120, pcm_end_message=False)
     try:
         adapter = create(system(mode="local", url=running.url + "/pcm", idle_end_ms=300))
         events = await collect(adapter, audio_turn("idle"))
@@ -160,9 +158,7 @@ async def test_end_of_turn_by_silence() -> None:
 
 
 async def test_without_end_detection_a_missing_end_is_a_stall() -> None:
-    running = await start(
-        EmulatorSettings(latency=LatencyProfile(**FAST)), max_audio_ms=80, pcm_end_message=False
-    )
+    running = await start(EmulatorSettings(latency=LatencyProfile(**FAST)), max_audio_ms=80, pcm_end_message=False)
     try:
         adapter = create(system(mode="local", url=running.url + "/pcm", receive_timeout_s=0.5))
         with pytest.raises(AdapterError) as info:

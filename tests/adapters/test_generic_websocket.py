@@ -225,9 +225,7 @@ class StatusServer:
 
         async def handler(connection: Any) -> None:
             await connection.recv()
-            await connection.send(
-                '{"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}'
-            )
+            await connection.send('{"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}}')
 
         self.server = await serve(handler, "127.0.0.1", 0, process_request=process_request)
         return f"ws://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
@@ -347,3 +345,18 @@ async def test_stamps_side_channel_reports_first_audio() -> None:
         await adapter.close()
     assert not math.isnan(report.first_audio["stamped"])
     assert report.first_audio["stamped"] >= report.scheduled_first_audio["stamped"] - 0.001
+
+
+@pytest.mark.live
+async def test_live_endpoint() -> None:
+    """Against a team's real endpoint: BENCH_GENERIC_WS_URL (+ BENCH_GENERIC_WS_AUTH_ENV naming the token var)."""
+    import os
+
+    url = os.environ.get("BENCH_GENERIC_WS_URL")
+    if not url:
+        pytest.skip("BENCH_GENERIC_WS_URL not set: live generic WebSocket test skipped")
+    adapter = create(system(mode="live", url=url, auth_header_env=os.environ.get("BENCH_GENERIC_WS_AUTH_ENV")))
+    turn = TurnInput(entry_id="live-probe", text=QUESTION, language="en", audio_pcm16=pcm16_silence_tone(500))
+    events = await collect(adapter, turn)
+    assert isinstance(events[0], UserTurnSent)
+    assert isinstance(events[-1], TurnDone)
