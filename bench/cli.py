@@ -54,8 +54,8 @@ def sample_entries(golden: GoldenSet, limit: int | None) -> GoldenSet:
     """An evenly spread subset of ``limit`` entries (keeps every intent and language represented)."""
     if not limit or limit >= len(golden.entries):
         return golden
-    stride = math.ceil(len(golden.entries) / limit)
-    entries = golden.entries[::stride][:limit]
+    step = len(golden.entries) / limit
+    entries = [golden.entries[math.floor(i * step)] for i in range(limit)]
     return golden.model_copy(update={"entries": entries})
 
 

@@ -87,3 +87,12 @@ def test_bad_config_names_file_entry_and_field(tmp_path, capsys):
 def test_unknown_adapter_and_system_selection(config_file, tmp_path, capsys):
     assert main(["run", "--config", str(config_file), "--systems", "nope"]) == 2
     assert "--systems: nope: id: unknown system" in capsys.readouterr().err
+
+
+def test_limit_takes_exactly_n_entries_spread_over_the_file(golden):
+    from bench.cli import sample_entries
+
+    subset = sample_entries(golden, 7)
+    assert len(subset.entries) == 7
+    assert subset.entries[0].id == golden.entries[0].id and subset.entries[-1].id != golden.entries[-1].id
+    assert len({e.voice_expected.conversational_intent for e in sample_entries(golden, 14).entries}) == 7
