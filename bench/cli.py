@@ -14,6 +14,8 @@ import math
 import sys
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from bench.config import DEFAULT_CONFIG, PROJECT_ROOT, RunConfig, load_config
 from bench.dataset import GoldenSet, validate_files
 from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_OK, EXIT_USAGE, BenchError, ConfigError
@@ -78,18 +80,33 @@ def _write_report(store: Store, run_id: str, golden: GoldenSet, reports_dir: Pat
 
 
 # commands ---------------------------------------------------------------------------------------------
-def cmd_run(args: argparse.Namespace) -> int:
-    from bench.runner import build_adapters, run_benchmark
-
+def _config_for_run(args: argparse.Namespace) -> RunConfig:
+    """The config from --config plus command-line overrides; on --resume, the stored run's own config."""
+    if args.resume:
+        overrides = [flag for flag, value in (("--config", args.config), ("--systems", args.systems),
+                                              ("--dataset", args.dataset), ("--trials", args.trials),
+                                              ("--limit", args.limit)) if value]
+        if overrides:
+            raise ConfigError(f"--resume continues a run with its own recorded config; drop {', '.join(overrides)}")
+        store_path = Path(args.store) if args.store else PROJECT_ROOT / "reports" / "bench.sqlite"
+        store = _open_store(store_path, must_exist=True)
+        try:
+            return RunConfig.model_validate(store.get_run(args.resume).config)
+        finally:
+            store.close()
     config = load_config(_resolve(args.config) if args.config else DEFAULT_CONFIG)
     if args.systems:
         config = config.select([s.strip() for s in args.systems.split(",") if s.strip()])
-    if args.dataset:
-        config = config.model_copy(update={"dataset": args.dataset})
-    if args.trials:
-        config = config.model_copy(update={"trials": args.trials})
-    golden = validate_files([_resolve(config.dataset)])[0]
-    golden = sample_entries(golden, args.limit)
+    updates = {"dataset": args.dataset, "trials": args.trials, "limit": args.limit}
+    return config.model_copy(update={k: v for k, v in updates.items() if v})
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from bench.runner import build_adapters, run_benchmark
+
+    config = _config_for_run(args)
+    full_golden = validate_files([_resolve(config.dataset)])[0]
+    golden = sample_entries(full_golden, config.limit)
     adapters = build_adapters(config)  # configuration errors (exit 2) before anything is recorded
     # Everything loaded so far lives for the whole run: freezing it keeps full garbage collections short, which
     # otherwise stall the event loop for tens of ms and show up as timing error at p99 (see scripts/bench-timing).
@@ -99,9 +116,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         outcome = asyncio.run(run_benchmark(config, golden, store, run_id=args.resume, resume=bool(args.resume),
                                             progress=not args.no_progress, adapters=adapters))
-        reports_dir = config.resolve(config.reports_dir)
-        full_golden = validate_files([_resolve(config.dataset)])[0]
-        html = _write_report(store, outcome.run_id, full_golden, reports_dir)
+        html = _write_report(store, outcome.run_id, full_golden, config.resolve(config.reports_dir))
     finally:
         store.close()
     print(f"run id: {outcome.run_id}")
@@ -220,8 +235,11 @@ def cmd_emulate(args: argparse.Namespace) -> int:
     from adapters.emulators.common import EmulatorSettings
     from adapters.emulators.registry import start_emulator
 
-    options = json.loads(args.options) if args.options else {}
-    settings = EmulatorSettings(port=args.port, **options.pop("settings", {}))
+    try:
+        options = json.loads(args.options) if args.options else {}
+        settings = EmulatorSettings(port=args.port, **options.pop("settings", {}))
+    except (json.JSONDecodeError, ValidationError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"--options: not valid emulator options: {exc}") from None
 
     async def serve() -> None:
         running = await start_emulator(args.vendor, settings, **options)

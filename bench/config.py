@@ -50,6 +50,7 @@ class RunConfig(BaseModel):
 
     dataset: str = "datasets/voice_golden_expanded.json"
     trials: int = Field(default=1, ge=1, le=100)
+    limit: int | None = Field(default=None, ge=1, description="run an evenly spread subset of this many entries")
     systems: list[SystemConfig] = Field(min_length=1)
     store: str = str(DEFAULT_STORE.relative_to(PROJECT_ROOT))
     reports_dir: str = "reports"
