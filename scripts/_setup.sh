@@ -11,14 +11,22 @@ ensure_venv() {
     echo "[setup] creating .venv with $("$PYTHON" --version)" >&2
     "$PYTHON" -m venv .venv
   fi
-  local stamp=".venv/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)-${extras//[^a-z,]/}"
-  if [ ! -f "$stamp" ]; then
-    echo "[setup] installing voice-agent-bench[$extras] (pinned by constraints.txt)" >&2
-    .venv/bin/python -m pip install -q --disable-pip-version-check -U pip >&2
-    .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$extras]" >&2
-    rm -f .venv/.installed-*
-    touch "$stamp"
-  fi
+  # The stamp names the inputs' hash and holds the extras installed with them: a later call asking for a subset
+  # of those extras (scripts/demo after scripts/test) installs nothing.
+  local stamp=".venv/.installed-$(cat pyproject.toml constraints.txt | sha256sum | cut -c1-16)"
+  local wanted installed
+  installed="$(cat "$stamp" 2>/dev/null || true)"
+  for wanted in ${extras//,/ }; do
+    if [[ ",$installed," != *",$wanted,"* ]]; then
+      local all_extras="$extras${installed:+,$installed}"
+      echo "[setup] installing voice-agent-bench[$all_extras] (pinned by constraints.txt)" >&2
+      .venv/bin/python -m pip install -q --disable-pip-version-check -U pip >&2
+      .venv/bin/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[$all_extras]" >&2
+      rm -f .venv/.installed-*
+      echo "$all_extras" > "$stamp"
+      return 0
+    fi
+  done
 }
 
 ensure_debian_packages() {
