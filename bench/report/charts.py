@@ -99,10 +99,11 @@ def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
     start = math.floor(low / step) * step
     ticks = []
     value = start
-    while value <= high + step * 0.5:
+    while True:  # the last tick is the first at or above ``high``, so every value fits on the axis
         ticks.append(round(value, 10))
+        if value >= high - step * 1e-9:
+            return ticks
         value += step
-    return ticks
 
 
 def dodge(ys: Sequence[float], gap: float, low: float, high: float) -> list[float]:
