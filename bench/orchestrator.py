@@ -82,9 +82,9 @@ def load_orchestrator(dotted_path: str, options: dict[str, Any] | None = None) -
     target = getattr(module, attribute, None)
     if target is None:
         raise ConfigError(f"orchestrator path {dotted_path!r}: {module_name!r} has no attribute {attribute!r}")
-    instance = target(**(options or {})) if callable(target) and not hasattr(target, "query") else target
-    if isinstance(target, type):
-        instance = target(**(options or {}))
+    # A class or a factory is called with the options; an object that already has query() is used as it is.
+    needs_call = isinstance(target, type) or (callable(target) and not hasattr(target, "query"))
+    instance = target(**(options or {})) if needs_call else target
     if not isinstance(instance, Orchestrator):
         raise ConfigError(f"orchestrator path {dotted_path!r}: object has no async query(request, user_id, tenant_id)")
     return instance

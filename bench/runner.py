@@ -42,10 +42,8 @@ from bench.errors import ConfigError
 from bench.records import TimelineEvent, TurnRecord
 from bench.store import RunInfo, Store, SystemInfo
 
-_USAGE_FIELDS = (
-    "input_text_tokens", "output_text_tokens", "input_audio_tokens", "output_audio_tokens", "cached_input_tokens",
-    "input_audio_seconds", "output_audio_seconds", "billed_minutes", "vendor_cost_usd",
-)
+# The summable usage meters: every Usage field but its type tag and the vendor latency mapping.
+_USAGE_FIELDS = tuple(name for name in Usage.model_fields if name not in ("type", "vendor_latency_ms"))
 
 
 class TurnTimeout(AdapterError):

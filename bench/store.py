@@ -17,7 +17,7 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from bench.errors import ConfigError
-from bench.records import TimelineEvent, TurnRecord
+from bench.records import TurnRecord
 
 STORE_SCHEMA_VERSION = 1
 
@@ -197,9 +197,6 @@ class Store:
         return int(self._conn.execute("SELECT COUNT(*) FROM turns WHERE run_id=?", (run_id,)).fetchone()[0])
 
 
-_TURN_COLUMNS_DROPPED = ("timeline", "retrieved_context", "tool_calls", "vendor_latency_ms")
-
-
 def turns_dataframe(store: Store | Path | str, run_id: str = "latest") -> pd.DataFrame:
     """The turns of a run as a DataFrame: one row per (system, entry, trial), raw observations only.
 
@@ -228,6 +225,3 @@ def turns_dataframe(store: Store | Path | str, run_id: str = "latest") -> pd.Dat
         frame = pd.DataFrame(columns=[*TurnRecord.model_fields, "mode", "emulated"])
     return frame
 
-
-def timeline_from_json(items: list[dict]) -> list[TimelineEvent]:
-    return [TimelineEvent(**item) for item in items]

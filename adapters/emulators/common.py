@@ -173,8 +173,6 @@ def chunk_audio(pcm: bytes, chunk_ms: int, sample_rate: int = 24000) -> list[byt
     return [pcm[i : i + step] for i in range(0, len(pcm), step)] or [b""]
 
 
-OnListening = Callable[[str, int], None]
-
 
 class RunningEmulator:
     """A started emulator: its base URL, its send stamps, and how to stop it."""
