@@ -1,0 +1,1 @@
+"""Plumbing every vendor adapter shares: Retry-After parsing, options loading, WebSocket transport helpers."""

@@ -1,0 +1,118 @@
+"""Settings every emulator takes and the handle the engine gets back when it starts one."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from adapters.emulators._kit.control import ControlPlane
+from adapters.emulators._kit.faults import FaultPlan
+from bench.protocol import Endpoint
+
+
+class LatencyProfile(BaseModel):
+    """Delay distributions of an emulated system (log-normal around the given medians, in milliseconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    first_token_median_ms: float = Field(default=300.0, ge=0)
+    first_token_sigma: float = Field(default=0.25, ge=0, description="log-normal shape; 0 = fixed delay")
+    first_audio_extra_ms: float = Field(default=150.0, ge=0, description="first audio after first text")
+    token_interval_ms: float = Field(default=15.0, ge=0)
+    audio_chunk_ms: int = Field(default=40, ge=5, le=1000)
+    audio_pacing: float = Field(default=0.0, ge=0, description="1.0 = real time, 0 = as fast as possible")
+    seed: int = 0
+
+    def rng(self, key: str) -> random.Random:
+        """A generator seeded by profile seed + a per-response key, so delays don't depend on scheduling."""
+        return random.Random(f"{self.seed}:{key}")
+
+    def sample_first_token_ms(self, rng: random.Random) -> float:
+        if self.first_token_sigma == 0 or self.first_token_median_ms == 0:
+            return self.first_token_median_ms
+        return self.first_token_median_ms * math.exp(rng.gauss(0.0, self.first_token_sigma))
+
+
+class VadSettings(BaseModel):
+    """Server-side VAD of an emulator: the caller's turn ends after this much silence; the answer starts after
+    ``response_delay_ms`` more (telephony agents: 300 ms endpointing, 400 ms to answer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    endpointing_silence_ms: float = Field(default=300.0, ge=20)
+    response_delay_ms: float = Field(default=400.0, ge=0)
+    #: RMS level (dBFS) above which a 20 ms frame counts as speech
+    threshold_dbfs: float = Field(default=-45.0, le=0)
+    #: how fast the agent stops speaking once the caller barges in
+    barge_in_reaction_ms: float = Field(default=150.0, ge=0)
+    min_speech_ms: float = Field(default=60.0, ge=0)
+
+
+class EmulatorSettings(BaseModel):
+    """Knobs common to every emulator (``options.emulator`` of a system; the brain profile is separate)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    latency: LatencyProfile = LatencyProfile()
+    faults: FaultPlan = FaultPlan()
+    vad: VadSettings = VadSettings()
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)
+
+
+class SendStamps:
+    """``time.monotonic()`` right after an emulator wrote a frame, keyed by a label (e.g. conversation:response)."""
+
+    def __init__(self) -> None:
+        self.first_text: dict[str, float] = {}
+        self.first_audio: dict[str, float] = {}
+        self.scheduled_first_audio: dict[str, float] = {}
+
+    def mark(self, table: dict[str, float], key: str) -> None:
+        table.setdefault(key, time.monotonic())
+
+
+class RunningEmulator:
+    """A started emulator: its base URLs, control plane, send stamps, and how to stop it.
+
+    ``urls`` names every base URL the emulator serves (``"ws"``, ``"rest"``, …; the first is the main one).
+    ``endpoint(token)`` is what the engine hands an adapter for one conversation.
+    """
+
+    def __init__(self, urls: dict[str, str], control: ControlPlane, stamps: SendStamps,
+                 closer: Callable[[], Any], credentials: dict[str, str] | None = None):
+        if not urls:
+            raise ValueError("an emulator serves at least one URL")
+        self.urls = dict(urls)
+        self.control = control
+        self.stamps = stamps
+        self.credentials = dict(credentials or {"api_key": "emulated-key"})
+        self._closer = closer
+
+    @property
+    def url(self) -> str:
+        return next(iter(self.urls.values()))
+
+    def endpoint(self, token: str) -> Endpoint:
+        scoped = {name: f"{base.rstrip('/')}/c/{token}" for name, base in self.urls.items()}
+        return Endpoint(url=next(iter(scoped.values())), urls=scoped, emulated=True, credentials=self.credentials)
+
+    async def close(self) -> None:
+        result = self._closer()
+        if asyncio.iscoroutine(result):
+            await result
+
+
+async def sleep_until(deadline: float) -> None:
+    """Sleep until ``time.monotonic()`` reaches ``deadline`` (coarse sleep, then a short precise wait)."""
+    remaining = deadline - time.monotonic()
+    if remaining > 0.002:
+        await asyncio.sleep(remaining - 0.001)
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0)

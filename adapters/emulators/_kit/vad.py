@@ -1,0 +1,76 @@
+"""Server-side VAD of an emulator: decides from incoming caller audio when a speech segment starts and ends.
+
+Vendors with server VAD answer a fixed time after they hear the caller stop; the emulator does the same over
+the harness's paced frames. Frames are judged 20 ms at a time by RMS level (the harness sends clean synthesized
+speech and digital silence, so a level threshold is what a telephony VAD sees); a segment ends after
+``endpointing_silence_ms`` of silence and must hold ``min_speech_ms`` of speech to count.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from adapters.emulators._kit.running import VadSettings
+
+VadEvent = Literal["speech_started", "speech_stopped"]
+
+
+@dataclass
+class VadState:
+    speaking: bool = False
+    speech_ms: float = 0.0
+    silence_ms: float = 0.0
+    #: audio position (ms since the first frame) where the current or last segment's speech ended
+    last_speech_end_ms: float = 0.0
+    position_ms: float = 0.0
+
+
+class ServerVad:
+    """Feed frames with ``push``; it returns the events each frame caused."""
+
+    FRAME_MS = 20.0
+
+    def __init__(self, settings: VadSettings, sample_rate: int = 24000):
+        self.settings = settings
+        self.sample_rate = sample_rate
+        self.state = VadState()
+        self._pending = b""
+        self._threshold = 32768.0 * math.pow(10.0, settings.threshold_dbfs / 20.0)
+
+    def push(self, pcm: bytes) -> list[VadEvent]:
+        data = self._pending + pcm
+        step = int(self.sample_rate * self.FRAME_MS / 1000) * 2
+        events: list[VadEvent] = []
+        offset = 0
+        while offset + step <= len(data):
+            frame = np.frombuffer(data[offset : offset + step], dtype="<i2").astype(np.float64)
+            offset += step
+            events.extend(self._frame(float(np.sqrt(np.mean(frame * frame))) if len(frame) else 0.0))
+        self._pending = data[offset:]
+        return events
+
+    def _frame(self, rms: float) -> list[VadEvent]:
+        state = self.state
+        state.position_ms += self.FRAME_MS
+        if rms >= self._threshold:
+            state.speech_ms += self.FRAME_MS
+            state.silence_ms = 0.0
+            state.last_speech_end_ms = state.position_ms
+            if not state.speaking and state.speech_ms >= self.settings.min_speech_ms:
+                state.speaking = True
+                return ["speech_started"]
+            return []
+        state.silence_ms += self.FRAME_MS
+        if not state.speaking:
+            if state.silence_ms >= self.settings.endpointing_silence_ms:
+                state.speech_ms = 0.0
+            return []
+        if state.silence_ms >= self.settings.endpointing_silence_ms:
+            state.speaking = False
+            state.speech_ms = 0.0
+            return ["speech_stopped"]
+        return []

@@ -1,0 +1,1 @@
+"""Audio in the harness: PCM helpers, the pump's frames, VAD, speech synthesis and recordings."""

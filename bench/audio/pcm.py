@@ -1,0 +1,41 @@
+"""PCM helpers (mono pcm_s16le): the one resampler, frame slicing, silence and duration."""
+
+from __future__ import annotations
+
+from math import gcd
+
+CANONICAL_RATE = 24000
+
+
+def resample_pcm16(pcm: bytes, source_rate: int, target_rate: int) -> bytes:
+    """``pcm`` at ``target_rate`` (scipy's polyphase filter); unchanged when the rates agree."""
+    if source_rate == target_rate or not pcm:
+        return pcm
+    import numpy as np
+    from scipy.signal import resample_poly
+
+    divisor = gcd(source_rate, target_rate)
+    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float64)
+    out = resample_poly(samples, target_rate // divisor, source_rate // divisor)
+    return np.clip(np.round(out), -32768, 32767).astype("<i2").tobytes()
+
+
+def frame_bytes(frame_ms: float, sample_rate: int = CANONICAL_RATE) -> int:
+    return int(sample_rate * frame_ms / 1000) * 2
+
+
+def split_frames(pcm: bytes, frame_ms: float, sample_rate: int = CANONICAL_RATE) -> list[bytes]:
+    """``pcm`` cut into frames of ``frame_ms``; the last one is padded with silence to full length."""
+    step = frame_bytes(frame_ms, sample_rate)
+    frames = [pcm[i : i + step] for i in range(0, len(pcm), step)]
+    if frames and len(frames[-1]) < step:
+        frames[-1] = frames[-1] + b"\x00" * (step - len(frames[-1]))
+    return frames
+
+
+def silence(ms: float, sample_rate: int = CANONICAL_RATE) -> bytes:
+    return b"\x00" * frame_bytes(ms, sample_rate)
+
+
+def duration_ms(pcm: bytes, sample_rate: int = CANONICAL_RATE) -> float:
+    return len(pcm) / 2 / sample_rate * 1000.0

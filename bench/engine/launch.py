@@ -1,0 +1,114 @@
+"""Starts what a system needs before its first conversation: its emulator (emulated mode), with the injected
+answerer, and hands the adapter one ``Endpoint`` per conversation.
+
+Emulator settings come from one place, ``options.emulator`` of the system (``latency``, ``faults``, ``vad``,
+``host``, ``port``, ``brain`` and the emulator's own keys). Every mistake there is an exit-2 ``ConfigError``
+naming the system and the field, raised before the run starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from bench.config import SystemConfig
+from bench.engine.registry import load_target, spec_for
+from bench.errors import ConfigError
+from bench.protocol import SessionSpec, SystemUnderTest
+
+SETTINGS_KEYS = ("latency", "faults", "vad", "host", "port")
+DEFAULT_ANSWERER = "adapters.emulators.brain:create_answerer"
+
+
+def _config_error(system: SystemConfig, prefix: str, exc: ValidationError) -> ConfigError:
+    problems = "; ".join(f"{prefix}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+    return ConfigError(f"system {system.id!r}: {problems}")
+
+
+async def start_emulator(system: SystemConfig, *, answerer: Any | None = None) -> Any:
+    """Start the emulator of ``system`` (which must be in emulated mode) and return its ``RunningEmulator``."""
+    from adapters.emulators._kit.answerer import BrainProfile
+    from adapters.emulators._kit.control import ControlPlane
+    from adapters.emulators._kit.running import EmulatorSettings
+
+    spec = spec_for(system)
+    if spec.emulator is None:
+        raise ConfigError(f"system {system.id!r}: adapter {system.adapter!r} has no emulated mode")
+    raw = system.options.get("emulator") or {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"system {system.id!r}: options.emulator: must be a mapping")
+    raw = dict(raw)
+    try:
+        settings = EmulatorSettings(**{k: raw.pop(k) for k in SETTINGS_KEYS if k in raw})
+    except ValidationError as exc:
+        raise _config_error(system, "options.emulator", exc) from None
+    try:
+        profile = BrainProfile(**(raw.pop("brain", None) or {}))
+    except ValidationError as exc:
+        raise _config_error(system, "options.emulator.brain", exc) from None
+    except TypeError:
+        raise ConfigError(f"system {system.id!r}: options.emulator.brain: must be a mapping") from None
+    if answerer is None:
+        answerer = load_target(DEFAULT_ANSWERER, system=system)(profile)
+    start = load_target(spec.emulator, system=system, spec=spec)
+    try:
+        return await start(settings, control=ControlPlane(), answerer=answerer, options=raw)
+    except ValidationError as exc:
+        raise _config_error(system, "options.emulator", exc) from None
+
+
+@dataclass
+class LaunchedSystem:
+    """A configured system ready for conversations: its adapter and, when emulated, its running emulator."""
+
+    config: SystemConfig
+    adapter: SystemUnderTest
+    emulator: Any | None = None
+    _tokens: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    @property
+    def emulated(self) -> bool:
+        return self.emulator is not None
+
+    def session_spec(self, *, run_id: str, conversation_id: str, attempt: int, language: str,
+                     **fields: Any) -> SessionSpec:
+        """The spec for one attempt of one conversation, with its own endpoint when emulated."""
+        endpoint = None
+        if self.emulator is not None:
+            conversation = self.emulator.control.register(run_id=run_id, system_id=self.config.id,
+                                                          conversation_id=conversation_id, attempt=attempt,
+                                                          language=language)
+            self._tokens[(conversation_id, attempt)] = conversation.token
+            endpoint = self.emulator.endpoint(conversation.token)
+        return SessionSpec(run_id=run_id, system_id=self.config.id, conversation_id=conversation_id,
+                           attempt=attempt, language=language, endpoint=endpoint, **fields)
+
+    def expect_utterance(self, spec: SessionSpec, text: str) -> None:
+        """Tell the emulator what the caller says in the next audio segment (emulators have no recognizer)."""
+        token = self._tokens.get((spec.conversation_id, spec.attempt))
+        if self.emulator is not None and token is not None:
+            self.emulator.control.expect_utterance(token, text)
+
+    def release(self, spec: SessionSpec) -> None:
+        token = self._tokens.pop((spec.conversation_id, spec.attempt), None)
+        if self.emulator is not None and token is not None:
+            self.emulator.control.release(token)
+
+    async def start(self) -> None:
+        await self.adapter.start()
+
+    async def close(self) -> None:
+        try:
+            await self.adapter.close()
+        finally:
+            if self.emulator is not None:
+                emulator, self.emulator = self.emulator, None
+                await emulator.close()
+
+
+async def launch(system: SystemConfig, adapter: SystemUnderTest, *, answerer: Any | None = None) -> LaunchedSystem:
+    """Start the emulator (emulated mode) for ``adapter``; the adapter's own ``start`` runs afterwards."""
+    emulator = await start_emulator(system, answerer=answerer) if system.mode == "emulated" else None
+    return LaunchedSystem(config=system, adapter=adapter, emulator=emulator)

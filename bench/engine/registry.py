@@ -1,0 +1,85 @@
+"""Adapters by name, imported lazily so that a vendor SDK is only needed when its system is selected.
+
+Each entry names the factory (``module:callable``), the optional extra that installs its SDK, the module whose
+absence means that extra is missing, and the emulator the engine starts for the system in emulated mode.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+from bench.config import SystemConfig
+from bench.errors import ConfigError, MissingExtra
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    factory: str
+    extra: str | None = None
+    sdk_module: str | None = None
+    #: ``module:start`` of the emulator for emulated mode (None: the adapter has no emulated mode)
+    emulator: str | None = None
+
+
+REGISTRY: dict[str, AdapterSpec] = {
+    "inhouse": AdapterSpec("adapters.inhouse.adapter:create"),
+    "generic_rag": AdapterSpec("adapters.baseline.adapter:create"),
+    "openai_realtime": AdapterSpec("adapters.openai_realtime.adapter:create", "openai", "openai",
+                                   "adapters.emulators.openai_realtime:start"),
+    "deepgram_agent": AdapterSpec("adapters.deepgram_agent.adapter:create", "deepgram", "deepgram",
+                                  "adapters.emulators.deepgram_agent:start"),
+    "retell": AdapterSpec("adapters.retell.adapter:create", "retell", "retell", "adapters.emulators.retell:start"),
+    "vapi": AdapterSpec("adapters.vapi.adapter:create", "vapi", "vapi", "adapters.emulators.vapi:start"),
+    "elevenlabs_agent": AdapterSpec("adapters.elevenlabs_agent.adapter:create", "elevenlabs", "elevenlabs",
+                                    "adapters.emulators.elevenlabs_agent:start"),
+    "livekit_baseline": AdapterSpec("adapters.livekit_baseline.adapter:create", "livekit", "livekit",
+                                    "adapters.emulators.openai_chat:start"),
+    "websocket": AdapterSpec("adapters.generic.websocket:create", emulator="adapters.emulators.evaluator_websocket:start"),
+    "pcm_websocket": AdapterSpec("adapters.generic.pcm_websocket:create",
+                                 emulator="adapters.emulators.evaluator_websocket:start_pcm"),
+    "http": AdapterSpec("adapters.generic.http:create", emulator="adapters.emulators.evaluator_websocket:start_http"),
+}
+
+#: system option keys the engine reads itself and never passes to the adapter
+ENGINE_OPTION_KEYS = ("emulator",)
+
+
+def register(name: str, spec: AdapterSpec) -> None:
+    REGISTRY[name] = spec
+
+
+def spec_for(system: SystemConfig) -> AdapterSpec:
+    spec = REGISTRY.get(system.adapter)
+    if spec is None:
+        raise ConfigError(
+            f"system {system.id!r}: unknown adapter {system.adapter!r}; known adapters: {', '.join(sorted(REGISTRY))}"
+        )
+    return spec
+
+
+def load_target(target: str, *, system: SystemConfig, spec: AdapterSpec | None = None) -> Any:
+    """The attribute named by ``module:attribute``; a missing vendor SDK is an exit-2 ``MissingExtra``."""
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if (spec and spec.extra and spec.sdk_module and exc.name
+                and exc.name.split(".")[0] == spec.sdk_module.split(".")[0]):
+            raise MissingExtra(system.id, spec.extra, spec.sdk_module) from None
+        raise
+    return getattr(module, attribute)
+
+
+def adapter_view(system: SystemConfig) -> SystemConfig:
+    """``system`` as its adapter sees it: without the options only the engine reads."""
+    options = {k: v for k, v in system.options.items() if k not in ENGINE_OPTION_KEYS}
+    return system.model_copy(update={"options": options})
+
+
+def create_adapter(system: SystemConfig) -> Any:
+    """Build the adapter for one configured system."""
+    spec = spec_for(system)
+    factory = load_target(spec.factory, system=system, spec=spec)
+    return factory(adapter_view(system))

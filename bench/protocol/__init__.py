@@ -1,0 +1,72 @@
+"""The one boundary between the harness and every system under test: sessions, normalized events, errors.
+
+This package imports nothing else from the repository, so adapters, emulators, the engine and the analysis
+code can all depend on it without depending on each other (DESIGN.md, "Layout to grow toward").
+"""
+
+from bench.protocol.capabilities import Capabilities
+from bench.protocol.errors import AdapterError, ErrorCode
+from bench.protocol.events import (
+    AgentSpeechStarted,
+    AgentSpeechStopped,
+    AudioDelta,
+    ErrorEvent,
+    Event,
+    Interrupted,
+    ResponseDone,
+    SessionReady,
+    TextDelta,
+    ToolCall,
+    ToolResult,
+    Transcript,
+    TurnDone,
+    Usage,
+    UserSpeechStarted,
+    UserSpeechStopped,
+    UserTurnSent,
+)
+from bench.protocol.session import (
+    AUDIO_FORMAT,
+    AudioFormat,
+    ContextUpdate,
+    Endpoint,
+    HistoryMessage,
+    Session,
+    SessionSpec,
+    StreamingSession,
+    SystemUnderTest,
+    run_turn,
+)
+
+__all__ = [
+    "AUDIO_FORMAT",
+    "AdapterError",
+    "AgentSpeechStarted",
+    "AgentSpeechStopped",
+    "AudioDelta",
+    "AudioFormat",
+    "Capabilities",
+    "ContextUpdate",
+    "Endpoint",
+    "ErrorCode",
+    "ErrorEvent",
+    "Event",
+    "HistoryMessage",
+    "Interrupted",
+    "ResponseDone",
+    "Session",
+    "SessionReady",
+    "SessionSpec",
+    "StreamingSession",
+    "SystemUnderTest",
+    "TextDelta",
+    "ToolCall",
+    "ToolResult",
+    "Transcript",
+    "TurnDone",
+    "Usage",
+    "UserSpeechStarted",
+    "UserSpeechStopped",
+    "UserTurnSent",
+    "run_turn",
+]

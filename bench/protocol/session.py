@@ -1,0 +1,287 @@
+"""The Session boundary: one persistent connection to a system under test for one conversation.
+
+``SystemUnderTest.open_session(spec)`` opens the vendor connection (authentication, session configuration) and
+returns a ``Session``. The caller then sends text turns (``send_text``) or streams audio (``push_audio`` with
+paced frames; ``end_input`` commits where the endpoint does not detect the end of speech itself), may barge in
+(``interrupt``), may change the knowledge given to the agent between turns (``update_context``), reads one
+event stream for the whole conversation (``events()``) and finally ``aclose()``-s it.
+
+``StreamingSession`` is the base most adapters build on: a background reader turns wire frames into events
+with ``emit``; a failure becomes one fatal ``ErrorEvent`` that ends the stream. ``run_turn`` is the one-exchange
+helper on top (open, send, read to ``ResponseDone``, close), like livekit's ``recognize()`` beside ``stream()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bench.protocol.capabilities import Capabilities
+from bench.protocol.errors import AdapterError, ErrorCode
+from bench.protocol.events import ErrorEvent, Event, ResponseDone
+
+
+class AudioFormat(BaseModel):
+    """The harness's canonical audio: mono pcm_s16le."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sample_rate: int = 24000
+    channels: Literal[1] = 1
+    sample_width: Literal[2] = 2
+
+    def bytes_for_ms(self, ms: float) -> int:
+        return int(self.sample_rate * ms / 1000) * self.sample_width
+
+    def ms_for_bytes(self, n: int) -> float:
+        return n / self.sample_width / self.sample_rate * 1000.0
+
+
+AUDIO_FORMAT = AudioFormat()
+
+
+class Endpoint(BaseModel):
+    """Where the adapter connects, handed over by the engine: an emulator it started, or the live vendor.
+
+    Live systems get ``None`` (the SDK's own default URL) unless the config names a base URL. ``credentials``
+    holds placeholder keys an emulator accepts; live credentials come only from environment variables.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: str
+    emulated: bool = True
+    #: further URLs of the same system (e.g. the REST API beside a WebSocket), by name
+    urls: dict[str, str] = Field(default_factory=dict)
+    credentials: dict[str, str] = Field(default_factory=dict, repr=False)
+
+
+class HistoryMessage(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: Literal["user", "assistant"]
+    text: str
+
+
+class ContextUpdate(BaseModel):
+    """Knowledge for the agent's next responses (per-turn retrieval without reconnecting)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    passages: list[str] = Field(default_factory=list)
+    instructions: str | None = None
+
+
+class SessionSpec(BaseModel):
+    """Everything an adapter needs to open one conversation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    run_id: str = "adhoc"
+    system_id: str = "system"
+    conversation_id: str
+    #: 0 for the first try of this conversation; the engine restarts a failed conversation with attempt + 1
+    attempt: int = 0
+    language: str
+    input_mode: Literal["text", "audio"] = "text"
+    audio: AudioFormat = AUDIO_FORMAT
+    #: knowledge passages for the first exchange (the engine's retrieval; ``update_context`` changes them)
+    context: list[str] = Field(default_factory=list)
+    instructions: str | None = None
+    #: earlier exchanges to seed the agent with (restarted conversations, scenario set-up)
+    history: list[HistoryMessage] = Field(default_factory=list)
+    endpoint: Endpoint | None = None
+    #: no vendor event for this long while a response is awaited = a retryable stall
+    idle_timeout_s: float = Field(default=15.0, gt=0)
+    user_id: str = "bench-user"
+    tenant_id: str = "bench-tenant"
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class Session(ABC):
+    """One live conversation with a system under test."""
+
+    capabilities: Capabilities
+
+    @abstractmethod
+    async def send_text(self, text: str) -> None:
+        """Send one user turn as text and ask for a response."""
+
+    async def push_audio(self, frame: bytes) -> None:
+        """Stream one frame of caller audio (``spec.audio`` format), paced by the caller."""
+        raise AdapterError("this session takes no audio input", code=ErrorCode.UNSUPPORTED, retryable=False)
+
+    async def end_input(self) -> None:
+        """The caller stopped speaking: commit the audio and ask for a response (a hint under server VAD)."""
+        raise AdapterError("this session takes no audio input", code=ErrorCode.UNSUPPORTED, retryable=False)
+
+    async def interrupt(self) -> None:
+        """Barge in: stop the agent's current response."""
+        raise AdapterError("this session cannot be interrupted", code=ErrorCode.UNSUPPORTED, retryable=False)
+
+    async def update_context(self, update: ContextUpdate) -> None:
+        """Give the agent new knowledge for its next responses."""
+        raise AdapterError("this session cannot change its context", code=ErrorCode.UNSUPPORTED, retryable=False)
+
+    @abstractmethod
+    def events(self) -> AsyncIterator[Event]:
+        """The conversation's events, in order; ends after ``aclose`` or a fatal ``ErrorEvent``."""
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Hang up and release the connection (idempotent)."""
+
+    async def __aenter__(self) -> Session:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+_END = object()
+
+
+class StreamingSession(Session):
+    """A session whose events come from background tasks through one queue.
+
+    Subclasses start their reader with ``spawn`` and call ``emit`` for each normalized event; an exception in a
+    spawned task (``AdapterError`` or anything else) ends the stream with one fatal ``ErrorEvent``.
+    ``new_response_id`` numbers responses ``r1``, ``r2``, … per session.
+    """
+
+    def __init__(self, capabilities: Capabilities):
+        self.capabilities = capabilities
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._seq = itertools.count(1)
+        self._responses = itertools.count(1)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._ended = False
+        self._closed = False
+
+    # -- for subclasses ------------------------------------------------------------------------------
+    def new_response_id(self) -> str:
+        return f"r{next(self._responses)}"
+
+    def emit(self, event: BaseModel) -> None:
+        """Queue ``event`` with the next sequence number (ignored once the stream has ended)."""
+        if self._ended:
+            return
+        event.seq = next(self._seq)  # type: ignore[attr-defined]
+        self._queue.put_nowait(event)
+        if isinstance(event, ErrorEvent) and event.fatal:
+            self._end()
+
+    def fail(self, exc: BaseException) -> None:
+        """End the stream with a fatal error built from ``exc``."""
+        if isinstance(exc, AdapterError):
+            error = ErrorEvent(message=str(exc), code=exc.code, retryable=exc.retryable,
+                               retry_after_s=exc.retry_after_s, vendor_code=exc.vendor_code, fatal=True)
+        else:
+            error = ErrorEvent(message=f"unexpected {type(exc).__name__}: {exc}", code=ErrorCode.INTERNAL,
+                               retryable=False, fatal=True)
+        self.emit(error)
+
+    def finish(self) -> None:
+        """End the stream normally (the connection closed after ``aclose``)."""
+        self._end()
+
+    def spawn(self, coroutine: Awaitable[Any], *, name: str | None = None) -> asyncio.Task[Any]:
+        async def guarded() -> None:
+            try:
+                await coroutine
+            except asyncio.CancelledError:
+                raise
+            except BaseException as exc:
+                if not self._closed:
+                    self.fail(exc)
+
+        task = asyncio.ensure_future(guarded())
+        if name:
+            task.set_name(name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def cancel_tasks(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def _end(self) -> None:
+        if not self._ended:
+            self._ended = True
+            self._queue.put_nowait(_END)
+
+    # -- Session ------------------------------------------------------------------------------------
+    async def events(self) -> AsyncIterator[Event]:  # type: ignore[override]
+        while True:
+            item = await self._queue.get()
+            if item is _END:
+                self._queue.put_nowait(_END)  # a second reader also ends
+                return
+            yield item
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            await self.close_connection()
+        finally:
+            await self.cancel_tasks()
+            self._end()
+
+    async def close_connection(self) -> None:
+        """Hang up the vendor connection; emit any session-scoped ``Usage`` before returning."""
+
+
+@runtime_checkable
+class SystemUnderTest(Protocol):
+    """What an adapter gives the engine: identity, capabilities, a lifecycle and sessions."""
+
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
+    async def start(self) -> None:
+        """Open long-lived resources shared by all sessions (an HTTP client pool). Called once."""
+
+    async def close(self) -> None:
+        """Release what ``start`` opened."""
+
+    async def open_session(self, spec: SessionSpec) -> Session:
+        """Connect for one conversation; raise ``AdapterError`` when the connection cannot be made."""
+        ...
+
+
+async def run_turn(system: SystemUnderTest, spec: SessionSpec, text: str) -> AsyncIterator[Event]:
+    """One text exchange on its own session: yields every event up to and including the ``ResponseDone``.
+
+    A fatal ``ErrorEvent`` is raised as ``AdapterError``; a stream that ends early raises ``NO_RESPONSE``.
+    """
+    session = await system.open_session(spec)
+    try:
+        await session.send_text(text)
+        async for event in session.events():
+            if isinstance(event, ErrorEvent) and event.fatal:
+                raise AdapterError(event.message, code=event.code, retryable=event.retryable,
+                                   retry_after_s=event.retry_after_s, vendor_code=event.vendor_code)
+            yield event
+            if isinstance(event, ResponseDone):
+                return
+        raise AdapterError("the event stream ended before the response was done", code=ErrorCode.NO_RESPONSE)
+    finally:
+        with contextlib.suppress(Exception):
+            await session.aclose()
