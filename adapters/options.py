@@ -18,6 +18,7 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from bench.config import SystemConfig
+from bench.protocol.redact import register_secret
 from bench.errors import ConfigError, MissingCredential, MissingExtra
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
@@ -53,6 +54,7 @@ def require_env(system_id: str, variable: str) -> str:
     value = os.environ.get(variable)
     if not value:
         raise MissingCredential(system_id, variable)
+    register_secret(value)  # every resolved credential is redacted wherever it might show up later
     return value
 
 
