@@ -56,6 +56,8 @@ class RunConfig(BaseModel):
     reports_dir: str = "reports"
     gate_min_pass_rate: float = Field(default=0.95, ge=0, le=1)
     seed: int = 0
+    #: passages the engine retrieves once per question and gives every system identically (``spec.context``)
+    context_top_k: int = Field(default=3, ge=0, le=20)
 
     @model_validator(mode="after")
     def _unique_system_ids(self) -> RunConfig:

@@ -21,13 +21,20 @@ class TimelineEvent(BaseModel):
 
 
 class TurnRecord(BaseModel):
+    """One exchange (user turn → agent response) of a conversation, with everything observed about it."""
+
     run_id: str
     system_id: str
     entry_id: str
     trial: int = 0
     status: TurnStatus
     failure_reason: str | None = None
+    #: the normalized ``ErrorCode`` of a failure (the same for every vendor)
+    failure_code: str | None = None
     attempts: int = 1
+    conversation_id: str | None = None
+    turn_index: int = 0
+    input_mode: Literal["text", "audio"] = "text"
     answer: str = ""
     conversational_intent: str | None = None
     target_language: str | None = None
@@ -36,6 +43,9 @@ class TurnRecord(BaseModel):
     ttft_ms: float | None = None
     ttfa_ms: float | None = None
     completion_ms: float | None = None
+    #: audio input: end of the caller's speech → start of the agent's speech as the caller hears it (VAD)
+    caller_heard_ms: float | None = None
+    interrupted: bool = False
     input_text_tokens: int | None = None
     output_text_tokens: int | None = None
     input_audio_tokens: int | None = None
@@ -49,3 +59,5 @@ class TurnRecord(BaseModel):
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)
     timeline: list[TimelineEvent] = Field(default_factory=list)
     started_at: str = ""
+    #: artifact kind → content hash (e.g. ``"audio": "<sha256>"``, the stereo caller/agent recording)
+    artifacts: dict[str, str] = Field(default_factory=dict)

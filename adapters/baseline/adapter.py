@@ -1,49 +1,55 @@
-"""Generic RAG that answers with the top retrieved passage verbatim.
+"""Generic RAG that answers with the top retrieved passage verbatim (the ``generic_rag`` adapter).
 
-No intent routing beyond 'answered', no voice shaping, no refusals: what a team gets by wiring a retriever to a
-speaker and nothing else. The LiveKit Agents baseline (``adapters.livekit_baseline``) is the same idea run
-through a real agent framework and model.
+No intent routing beyond 'answered', no voice shaping, no refusals, no memory of earlier turns: what a team gets
+by wiring a retriever to a speaker and nothing else. It is an orchestrator (``GenericRag.query``) run by the
+in-house session (``adapters.inhouse.adapter``), in process, mode ``local``; it declares ``multi_turn=False``
+because it answers each question on its own. The LiveKit Agents baseline (``adapters.livekit_baseline``) is the
+same idea run through a real agent framework and model.
+
+Options (unknown keys are refused): ``top_k`` (passages retrieved; the first is spoken, all are reported).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterator
+from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.base import (
-    AdapterBase,
-    Capabilities,
-    NormalizedEvent,
-    TextDelta,
-    TurnDone,
-    TurnInput,
-    UserTurnSent,
-)
+from adapters.inhouse.adapter import InhouseAdapter, require_local
+from adapters.options import parse_options
 from bench.config import SystemConfig
 from bench.knowledge import KnowledgeBase, load_knowledge_base
+from bench.orchestrator import QueryRequest, QueryResponse
+from bench.protocol import Capabilities
 
 NO_ANSWER = "Sorry, I could not find anything about that."
 
+CAPABILITIES = Capabilities(text_input=True, streaming_output=True, multi_turn=False)
 
-class GenericRagAdapter(AdapterBase):
-    capabilities = Capabilities(text_input=True, streaming_output=True)
 
-    def __init__(self, system_id: str, knowledge_base: KnowledgeBase, top_k: int = 1):
-        self.system_id = system_id
-        self.mode = "local"
+class GenericRagOptions(BaseModel):
+    """``system.options`` of a ``generic_rag`` system."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    top_k: int = Field(default=1, ge=1)
+
+
+class GenericRag:
+    """The whole 'stack': BM25 over the knowledge base, any language, top passage read out as it is."""
+
+    def __init__(self, knowledge_base: KnowledgeBase, top_k: int = 1):
         self.kb = knowledge_base
         self.top_k = top_k
 
-    async def run_turn(self, turn: TurnInput) -> AsyncIterator[NormalizedEvent]:
-        yield UserTurnSent()
-        # Generic RAG does not filter by language: it takes whatever ranks first.
-        passages = self.kb.search(turn.text, k=self.top_k)
-        answer = passages[0].document.body if passages else NO_ANSWER
-        for piece in re.findall(r"\S+\s*", answer):
-            yield TextDelta(text=piece)
-        yield TurnDone(conversational_intent="answered", retrieved_context=[p.document.body for p in passages],
-                       final_text=answer)
+    async def query(self, request: QueryRequest, user_id: str, tenant_id: str) -> QueryResponse:
+        passages = self.kb.search(request.question, k=self.top_k)  # no language filter: whatever ranks first
+        return QueryResponse(
+            answer=passages[0].document.body if passages else NO_ANSWER,
+            conversational_intent="answered",
+            retrieved_context=[p.document.body for p in passages],
+        )
 
 
-def create(system: SystemConfig) -> GenericRagAdapter:
-    return GenericRagAdapter(system.id, load_knowledge_base(), top_k=int(system.options.get("top_k", 1)))
+def create(system: SystemConfig) -> InhouseAdapter:
+    require_local(system, "generic_rag")
+    options = parse_options(system, GenericRagOptions)
+    return InhouseAdapter(system.id, GenericRag(load_knowledge_base(), options.top_k), capabilities=CAPABILITIES)

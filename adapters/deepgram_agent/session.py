@@ -1,10 +1,30 @@
-"""One Deepgram Voice Agent turn over an open socket, independent of how the socket was opened.
+"""One Deepgram Voice Agent conversation on one agent socket, as a ``StreamingSession``.
 
-The same driver runs the live path (deepgram-sdk socket) and the emulated path (plain ``websockets``): it
-waits for ``Welcome``, sends ``Settings``, waits for ``SettingsApplied``, sends the user turn
-(``InjectUserMessage``, or PCM16 audio followed by a silence tail so the agent's end-of-turn detection fires),
-answers client-side function calls, and turns server messages into normalized events until ``AgentAudioDone``
-(+ ``LatencyReport``).
+The socket is opened and configured once (``Welcome`` → ``Settings`` → ``SettingsApplied``, see
+``adapters.deepgram_agent.adapter``); then every user turn goes over it and Deepgram keeps the conversation:
+
+* text turn — ``InjectUserMessage``; ``UserTurnSent`` once it is written (the zero point);
+* audio — binary linear16 frames at the session rate, streamed as they come; Deepgram detects the end of the
+  caller's turn itself (server VAD): ``UserStartedSpeaking`` → ``UserSpeechStarted``; the caller's
+  ``ConversationText`` (sent once Deepgram closed the turn; it has no speech-stopped message of its own) →
+  ``UserSpeechStopped`` + ``Transcript(role="user")``. ``end_input`` sends nothing (Deepgram has no commit; its
+  ``ForceEndTurn`` would replace the vendor's own endpointing) and only starts the stall watch;
+* agent — ``ConversationText(assistant)`` → ``TextDelta``; ``AgentStartedSpeaking`` (or the first audio
+  frame) → ``AgentSpeechStarted``; binary frames → ``AudioDelta``; ``AgentAudioDone`` → ``AgentSpeechStopped``,
+  ``Usage`` and ``ResponseDone``. With audio output off the response ends on the agent's (default-behaviour)
+  ``ConversationText`` and the audio that still follows is dropped;
+* the ``set_conversational_intent`` client-side function — ``FunctionCallRequest`` → ``ToolCall``, answered at
+  once with ``FunctionCallResponse`` → ``ToolResult``; its arguments label the response.
+
+Deepgram has no response ids, so responses are delimited by the order of events: a response opens with the
+user turn that asks for it (or with agent output nobody asked for, e.g. a greeting) and closes on its end
+marker. After an interruption, agent output is dropped until the next user turn's reply starts (its assistant
+text or ``AgentStartedSpeaking``), so audio still in flight is never credited to the next response.
+
+Usage: per response the agent audio seconds and Deepgram's own latencies in ms (``deepgram_total_latency``,
+``deepgram_ttt_latency``, ``deepgram_tts_latency`` from ``AgentStartedSpeaking``; ``deepgram_report_*`` from a
+``LatencyReport`` that came before the response ended); per session the billed connection minutes, the caller
+audio seconds and the mean of each ``LatencyReport`` figure that arrived after its response had ended.
 """
 
 from __future__ import annotations
@@ -13,344 +33,437 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Literal
 
 from websockets.exceptions import ConnectionClosed
 
-from adapters.base import (
+from adapters._shared.ws import disconnect_error
+from adapters.deepgram_agent import wire
+from adapters.deepgram_agent.connection import AgentSocket, safe_message
+from adapters.deepgram_agent.prompt import agent_prompt
+from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
+from bench.protocol import (
     AdapterError,
+    AgentSpeechStarted,
+    AgentSpeechStopped,
     AudioDelta,
-    NormalizedEvent,
+    Capabilities,
+    ContextUpdate,
+    ErrorCode,
+    ErrorEvent,
+    Interrupted,
+    ResponseDone,
+    SessionReady,
+    SessionSpec,
+    StreamingSession,
     TextDelta,
     ToolCall,
     ToolResult,
     Transcript,
-    TurnDone,
-    TurnInput,
     Usage,
+    UserSpeechStarted,
+    UserSpeechStopped,
     UserTurnSent,
 )
-from adapters.deepgram_agent import wire
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
 
-AUDIO_FRAME_MARK = "<audio>"
-
-
-class AgentTransport(Protocol):
-    """An open Voice Agent socket: JSON messages and binary audio both ways."""
-
-    async def send(self, message: wire.Message) -> None: ...
-
-    async def send_audio(self, pcm: bytes) -> None: ...
-
-    async def recv(self) -> str | bytes | dict[str, Any]:
-        """The next frame: raw text, binary audio, or an already-decoded JSON object."""
-        ...
-
-
-@dataclass
-class DriverOptions:
-    """Knobs of one turn (timeouts in seconds)."""
-
-    stall_timeout_s: float = 15.0
-    handshake_timeout_s: float = 15.0
-    latency_report_grace_s: float = 1.0
-    keepalive_s: float = 5.0
-    audio_frame_ms: int = 20
-    audio_pacing: float = 1.0
-    silence_tail_ms: int = 1500
-    output_sample_rate: int = 24000
-    function_ack: str = "ok"
-    #: wire message types in arrival order (binary frames as ``<audio>``), filled when not None
-    trace: list[str] | None = None
-
-
-@dataclass
-class _TurnState:
-    connected_at: float
-    audio_in_bytes: int = 0
-    audio_out_bytes: int = 0
-    texts: list[str] = field(default_factory=list)
-    intent: str | None = None
-    target_language: str | None = None
-    started_speaking: wire.AgentStartedSpeaking | None = None
-    latency_report: wire.LatencyReport | None = None
-    audio_done_at: float | None = None
-    report_after_done: bool = False
+REPORT_FIELDS = ("stt_latency", "ttt_token_latency", "ttt_text_latency", "ttt_tool_latency", "ttt_thinking_latency",
+                 "tts_latency", "total_latency")
+#: conversational behaviours of an assistant ConversationText that are not the reply itself
+FILLER_BEHAVIOURS = frozenset({"backchannel", "presence_check", "filler"})
 
 
 def error_from_server(message: wire.Error) -> AdapterError:
-    """``Error`` messages are retryable unless the code says the request itself was wrong."""
-    retryable = message.code.upper() not in wire.CLIENT_ERROR_CODES
-    return AdapterError(
-        f"Deepgram Error {message.code}: {message.description}",
-        retryable=retryable,
-        code=message.code or "error",
-    )
+    """The normalized error for a Deepgram ``Error`` message (every one ends the session)."""
+    code = (message.code or "").upper()
+    text = safe_message(f"Deepgram Error {message.code or '(no code)'}: {message.description}")
+    if code in wire.AUTH_ERROR_CODES:
+        return AdapterError(text, code=ErrorCode.AUTH, retryable=False, vendor_code=message.code)
+    if code in wire.RATE_LIMIT_ERROR_CODES:
+        return AdapterError(text, code=ErrorCode.RATE_LIMITED, vendor_code=message.code)
+    if code in wire.CLIENT_ERROR_CODES:
+        return AdapterError(text, code=ErrorCode.BAD_REQUEST, retryable=False, vendor_code=message.code)
+    return AdapterError(text, code=ErrorCode.SERVER_ERROR, vendor_code=message.code or None)
 
 
-def vendor_latencies(state: _TurnState) -> dict[str, float]:
-    """Deepgram's own latency figures converted from seconds to ms under ``deepgram_*`` keys."""
+@dataclass
+class _Response:
+    """What one agent response has produced so far."""
+
+    id: str
+    #: ``text`` (InjectUserMessage), ``audio`` (caller speech) or ``agent`` (output nobody asked for)
+    origin: Literal["text", "audio", "agent"]
+    #: a response is awaited (the stall watch runs) from this monotonic time on
+    awaited_since: float | None = None
+    user_speech_stopped: bool = False
+    texts: list[str] = field(default_factory=list)
+    intent: str | None = None
+    target_language: str | None = None
+    speaking: bool = False
+    audio_bytes: int = 0
+    started_speaking: wire.AgentStartedSpeaking | None = None
+    latency_report: wire.LatencyReport | None = None
+    done: bool = False
+
+    @property
+    def has_output(self) -> bool:
+        return bool(self.texts or self.speaking or self.audio_bytes)
+
+
+@dataclass
+class SessionTrace:
+    """What a session saw on the wire, for tests and debugging (message types in arrival order; a run of
+    binary frames counts once as ``<audio>``)."""
+
+    wire: list[str] = field(default_factory=list)
+    sent: list[str] = field(default_factory=list)
+
+    def received(self, label: str) -> None:
+        if not (label == AUDIO_MARK and self.wire and self.wire[-1] == AUDIO_MARK):
+            self.wire.append(label)
+
+
+AUDIO_MARK = "<audio>"
+
+
+class DeepgramSession(StreamingSession):
+    """A Deepgram agent conversation (see the module docstring).
+
+    ``interrupt()``: the Voice Agent protocol has no cancel message — Deepgram stops its reply when it hears
+    the caller (``UserStartedSpeaking`` while the agent speaks is its barge-in). So ``interrupt()`` does what a
+    phone does when the caller talks over the agent: it stops playback on the caller's side at once (the rest
+    of the reply's audio is dropped), reports ``Interrupted(played_ms=<audio delivered so far>)`` and
+    ``ResponseDone(status="interrupted")``; the caller's speech pushed with ``push_audio`` (or the next
+    ``send_text``) is what makes Deepgram stop. A barge-in Deepgram detects itself is reported the same way
+    with ``by="vendor"``.
+    """
+
+    def __init__(self, socket: AgentSocket, spec: SessionSpec, capabilities: Capabilities, *,
+                 passages: list[str], instructions: str | None, audio_output: bool, keepalive_s: float,
+                 vendor_session_id: str | None = None, function_ack: str = "ok"):
+        super().__init__(capabilities)
+        self.socket = socket
+        self.spec = spec
+        self.trace = SessionTrace()
+        self.passages = list(passages)
+        self.instructions = instructions
+        self.audio_output = audio_output
+        self.keepalive_s = keepalive_s
+        self.function_ack = function_ack
+        self.connected_at = time.monotonic()
+        self.input_audio_bytes = 0
+        self._current: _Response | None = None
+        self._last_done: _Response | None = None
+        #: after an interruption: drop agent output until the next user turn's reply starts
+        self._stale_output = False
+        self._stale_turn_started = False
+        self._late_reports: list[wire.LatencyReport] = []
+        self._last_frame_at = time.monotonic()
+        self.emit(SessionReady(vendor_session_id=vendor_session_id))
+
+    def start(self) -> None:
+        self.spawn(self._read(), name="deepgram-reader")
+        self.spawn(self._keepalive(), name="deepgram-keepalive")
+        self.spawn(self._watch_stall(), name="deepgram-stall-watch")
+
+    # -- Session ------------------------------------------------------------------------------------
+    async def send_text(self, text: str) -> None:
+        self._check_open()
+        self._interrupt_open_response(by="caller")
+        response = self._begin_user_turn("text")
+        await self._send(wire.InjectUserMessage(content=text))
+        response.awaited_since = time.monotonic()
+        self.emit(UserTurnSent(response_id=response.id))
+
+    async def push_audio(self, frame: bytes) -> None:
+        self._check_open()
+        try:
+            await self.socket.send_audio(frame)
+        except ConnectionClosed as exc:
+            raise disconnect_error(exc) from None
+        self.input_audio_bytes += len(frame)
+
+    async def end_input(self) -> None:
+        """The caller stopped speaking: Deepgram decides the end of the turn itself (server VAD); from now on a
+        silent agent counts as a stall."""
+        self._check_open()
+        response = self._current
+        if response is None or response.has_output:
+            response = self._begin_user_turn("audio")
+        if response.awaited_since is None:
+            response.awaited_since = time.monotonic()
+
+    async def interrupt(self) -> None:
+        """Stop the agent's reply on the caller's side (see the class docstring)."""
+        self._check_open()
+        self._interrupt_open_response(by="caller")
+
+    async def update_context(self, update: ContextUpdate) -> None:
+        """New knowledge for the next replies: the whole think prompt is replaced with ``UpdatePrompt``."""
+        self._check_open()
+        instructions = update.instructions if update.instructions is not None else self.instructions
+        await self._send(wire.UpdatePrompt(prompt=agent_prompt(update.passages, instructions)))
+        self.passages = list(update.passages)
+        self.instructions = instructions
+
+    async def close_connection(self) -> None:
+        usage = Usage(scope="session", billed_minutes=round((time.monotonic() - self.connected_at) / 60.0, 5),
+                      input_audio_seconds=round(self.spec.audio.ms_for_bytes(self.input_audio_bytes) / 1000.0, 3),
+                      vendor_latency_ms=_mean_report_ms(self._late_reports))
+        self.emit(usage)
+        await self.socket.close()
+
+    # -- responses ----------------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.ended or self._closed:
+            raise AdapterError("the Deepgram session has ended", code=ErrorCode.NO_RESPONSE, retryable=False)
+
+    def _begin_user_turn(self, origin: Literal["text", "audio"]) -> _Response:
+        """The response the caller's new turn asks for."""
+        response = _Response(id=self.new_response_id(), origin=origin)
+        self._current = response
+        if self._stale_output:
+            self._stale_turn_started = True
+        return response
+
+    def _response_for_agent_output(self) -> _Response | None:
+        """The response agent output belongs to (opening one for output nobody asked for), or None while the
+        output is a cut-off reply's leftovers."""
+        if self._stale_output:
+            return None
+        if self._current is None or self._current.done:
+            self._current = _Response(id=self.new_response_id(), origin="agent")
+        return self._current
+
+    def _interrupt_open_response(self, *, by: Literal["caller", "vendor"]) -> None:
+        response = self._current
+        if response is None or response.done or not (response.has_output or response.awaited_since):
+            return
+        self._stale_output = True
+        self._stale_turn_started = False
+        self._finish(response, "interrupted", by=by)
+
+    def _finish(self, response: _Response, status: Literal["completed", "interrupted"], *,
+                by: Literal["caller", "vendor"] = "caller") -> None:
+        if response.done:
+            return
+        response.done = True
+        if response.speaking:
+            self.emit(AgentSpeechStopped(response_id=response.id))
+        if status == "interrupted":
+            played_ms = self.spec.audio.ms_for_bytes(response.audio_bytes)
+            self.emit(Interrupted(response_id=response.id, played_ms=round(played_ms, 1), by=by))
+        self.emit(Usage(scope="response", response_id=response.id,
+                        output_audio_seconds=round(self.spec.audio.ms_for_bytes(response.audio_bytes) / 1000.0, 3),
+                        vendor_latency_ms=_response_latencies_ms(response)))
+        final_text = " ".join(t.strip() for t in response.texts if t.strip()) or None
+        self.emit(ResponseDone(response_id=response.id, status=status, conversational_intent=response.intent,
+                               target_language=response.target_language, retrieved_context=list(self.passages),
+                               final_text=final_text))
+        self._last_done = response
+        if self._current is response:
+            self._current = None
+
+    # -- receiving ----------------------------------------------------------------------------------
+    async def _read(self) -> None:
+        while True:
+            try:
+                frame = await self.socket.recv()
+            except ConnectionClosed as exc:
+                if self._closed:
+                    return
+                raise disconnect_error(exc) from None
+            except wire.MalformedFrame as exc:
+                raise AdapterError(safe_message(f"malformed Deepgram frame: {exc}"), code=ErrorCode.MALFORMED,
+                                   retryable=False) from None
+            self._last_frame_at = time.monotonic()
+            if isinstance(frame, bytes):
+                self.trace.received(AUDIO_MARK)
+                self._on_agent_audio(frame)
+            else:
+                self.trace.received(frame.type)
+                await self._on_message(frame)
+
+    def _on_agent_audio(self, pcm: bytes) -> None:
+        if not self.audio_output:
+            return
+        response = self._response_for_agent_output()
+        if response is None:
+            return
+        self._agent_speech_started(response)
+        response.audio_bytes += len(pcm)
+        self.emit(AudioDelta(response_id=response.id, pcm16=pcm, sample_rate=self.spec.audio.sample_rate))
+
+    def _agent_speech_started(self, response: _Response) -> None:
+        if not response.speaking:
+            response.speaking = True
+            self.emit(AgentSpeechStarted(response_id=response.id))
+
+    async def _on_message(self, message: wire.Message) -> None:  # noqa: C901 - one branch per message type
+        if isinstance(message, wire.UserStartedSpeaking):
+            self._on_user_started_speaking()
+        elif isinstance(message, wire.ConversationText):
+            if message.role == "user":
+                self._on_user_text(message.content)
+            else:
+                self._on_agent_text(message)
+        elif isinstance(message, wire.FunctionCallRequest):
+            await self._on_function_call(message)
+        elif isinstance(message, wire.AgentStartedSpeaking):
+            self._on_agent_started_speaking(message)
+        elif isinstance(message, wire.AgentAudioDone):
+            self._on_agent_audio_done()
+        elif isinstance(message, wire.LatencyReport):
+            self._on_latency_report(message)
+        elif isinstance(message, wire.Error):
+            raise error_from_server(message)
+        elif isinstance(message, wire.Warning):
+            self.emit(ErrorEvent(message=safe_message(f"Deepgram Warning {message.code}: {message.description}"),
+                                 code=ErrorCode.SERVER_ERROR, fatal=False, retryable=False,
+                                 vendor_code=message.code or None))
+        elif isinstance(message, wire.InjectionRefused):
+            raise AdapterError(safe_message(f"Deepgram refused the user message: {message.message}"),
+                               code=ErrorCode.BAD_REQUEST, retryable=True, vendor_code="InjectionRefused")
+        # Welcome, SettingsApplied, PromptUpdated, AgentThinking, History, FunctionCallCancelled and unknown
+        # types carry nothing to normalize.
+
+    def _clear_stale_if_new_reply(self) -> None:
+        if self._stale_output and self._stale_turn_started:
+            self._stale_output = False
+
+    def _on_user_started_speaking(self) -> None:
+        current = self._current
+        if current is not None and not current.done and current.has_output:
+            self._interrupt_open_response(by="vendor")  # Deepgram's barge-in: it stops its reply
+            current = None
+        if current is None or current.done:
+            current = self._begin_user_turn("audio")
+        elif self._stale_output:
+            self._stale_turn_started = True
+        self.emit(UserSpeechStarted(response_id=current.id))
+
+    def _on_user_text(self, text: str) -> None:
+        current = self._current
+        if current is not None and not current.done and current.has_output:
+            self._interrupt_open_response(by="vendor")
+            current = None
+        if current is None or current.done:
+            current = self._begin_user_turn("audio")
+        elif self._stale_output:
+            self._stale_turn_started = True
+        if current.origin == "audio" and not current.user_speech_stopped:
+            current.user_speech_stopped = True
+            self.emit(UserSpeechStopped(response_id=current.id))
+        if current.awaited_since is None:
+            current.awaited_since = time.monotonic()
+        self.emit(Transcript(response_id=current.id, role="user", text=text, final=True))
+
+    def _on_agent_text(self, message: wire.ConversationText) -> None:
+        self._clear_stale_if_new_reply()
+        response = self._response_for_agent_output()
+        if response is None:
+            return
+        text = message.content if not response.texts else " " + message.content
+        response.texts.append(message.content)
+        self.emit(TextDelta(response_id=response.id, text=text))
+        if not self.audio_output and message.conversational_behavior not in FILLER_BEHAVIOURS:
+            self._finish(response, "completed")
+
+    async def _on_function_call(self, message: wire.FunctionCallRequest) -> None:
+        response = self._response_for_agent_output()
+        for call in message.functions:
+            arguments = call.parsed_arguments()
+            if response is not None:
+                self.emit(ToolCall(response_id=response.id, call_id=call.id, name=call.name, arguments=arguments))
+                if call.name == INTENT_TOOL_NAME:
+                    response.intent, response.target_language = intent_from_arguments(arguments)
+            if call.client_side:
+                content = json.dumps({"result": self.function_ack})
+                await self._send(wire.FunctionCallResponse(id=call.id, name=call.name, content=content))
+                if response is not None:
+                    self.emit(ToolResult(response_id=response.id, call_id=call.id, output=content))
+
+    def _on_agent_started_speaking(self, message: wire.AgentStartedSpeaking) -> None:
+        if not self.audio_output:
+            return
+        self._clear_stale_if_new_reply()
+        response = self._response_for_agent_output()
+        if response is not None:
+            response.started_speaking = response.started_speaking or message
+            self._agent_speech_started(response)
+
+    def _on_agent_audio_done(self) -> None:
+        if self._stale_output:
+            self._stale_output = False  # the end of the cut-off reply's audio
+            return
+        response = self._current
+        if response is not None and not response.done and response.has_output and self.audio_output:
+            self._finish(response, "completed")
+
+    def _on_latency_report(self, report: wire.LatencyReport) -> None:
+        response = self._current
+        if response is not None and not response.done and response.has_output:
+            response.latency_report = report
+        else:
+            self._late_reports.append(report)
+
+    # -- background -----------------------------------------------------------------------------------
+    async def _send(self, message: wire.Message) -> None:
+        try:
+            await self.socket.send(message)
+        except ConnectionClosed as exc:
+            raise disconnect_error(exc) from None
+        self.trace.sent.append(message.type)
+
+    async def _keepalive(self) -> None:
+        """Deepgram closes a socket that carries neither audio nor messages for a while."""
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                await asyncio.sleep(self.keepalive_s)
+                await self.socket.send(wire.KeepAlive())
+
+    async def _watch_stall(self) -> None:
+        idle_s = self.spec.idle_timeout_s
+        while True:
+            await asyncio.sleep(min(0.25, idle_s / 4))
+            response = self._current
+            if response is None or response.done or response.awaited_since is None:
+                continue
+            quiet_since = max(self._last_frame_at, response.awaited_since)
+            if time.monotonic() - quiet_since >= idle_s:
+                raise AdapterError(f"Deepgram sent nothing for {idle_s:g} s while a response was awaited",
+                                   code=ErrorCode.STALLED)
+
+
+def _response_latencies_ms(response: _Response) -> dict[str, float]:
+    """Deepgram's own latency figures of one response, converted from seconds to ms."""
     out: dict[str, float] = {}
-    speaking, report = state.started_speaking, state.latency_report
+    speaking = response.started_speaking
     if speaking is not None:
-        out["deepgram_total_latency"] = speaking.total_latency * 1000.0
-        out["deepgram_ttt_latency"] = speaking.ttt_latency * 1000.0
-        out["deepgram_tts_latency"] = speaking.tts_latency * 1000.0
-    if report is not None:
-        fields = (
-            "stt_latency",
-            "ttt_token_latency",
-            "ttt_text_latency",
-            "ttt_tool_latency",
-            "ttt_thinking_latency",
-            "tts_latency",
-            "total_latency",
-        )
-        for name in fields:
-            value = getattr(report, name)
+        for name, value in (("total", speaking.total_latency), ("ttt", speaking.ttt_latency),
+                            ("tts", speaking.tts_latency)):
             if value is not None:
-                out[f"deepgram_report_{name}"] = value * 1000.0
-        fallback = {
-            "deepgram_total_latency": report.total_latency,
-            "deepgram_tts_latency": report.tts_latency,
-            "deepgram_ttt_latency": report.ttt_text_latency or report.ttt_token_latency,
-        }
+                out[f"deepgram_{name}_latency"] = value * 1000.0
+    report = response.latency_report
+    if report is not None:
+        out.update(_report_ms(report))
+        fallback = {"deepgram_total_latency": report.total_latency, "deepgram_tts_latency": report.tts_latency,
+                    "deepgram_ttt_latency": report.ttt_text_latency or report.ttt_token_latency}
         for key, value in fallback.items():
             if key not in out and value is not None:
                 out[key] = value * 1000.0
     return {k: round(v, 3) for k, v in out.items()}
 
 
-class TurnDriver:
-    """Runs one turn on an open transport; ``run()`` is the async generator of normalized events."""
+def _report_ms(report: wire.LatencyReport) -> dict[str, float]:
+    return {f"deepgram_report_{name}": getattr(report, name) * 1000.0 for name in REPORT_FIELDS
+            if getattr(report, name) is not None}
 
-    def __init__(
-        self,
-        transport: AgentTransport,
-        settings: wire.Settings,
-        turn: TurnInput,
-        options: DriverOptions,
-        retrieved_context: list[str],
-        connected_at: float | None = None,
-    ):
-        self.transport = transport
-        self.settings = settings
-        self.turn = turn
-        self.options = options
-        self.retrieved_context = retrieved_context
-        self.state = _TurnState(connected_at=connected_at if connected_at is not None else time.monotonic())
-        self._background: list[asyncio.Task[None]] = []
 
-    # ------------------------------------------------------------------ receiving
-
-    async def _recv(self, timeout: float, what: str) -> wire.Message | bytes:
-        try:
-            frame = await asyncio.wait_for(self.transport.recv(), timeout)
-        except TimeoutError:
-            raise AdapterError(
-                f"Deepgram sent nothing for {timeout:g} s while waiting for {what}",
-                retryable=True,
-                code="stall",
-            ) from None
-        except ConnectionClosed as exc:
-            raise AdapterError(
-                f"Deepgram socket closed while waiting for {what}: {exc}", retryable=True, code="disconnect"
-            ) from None
-        except wire.MalformedFrame as exc:
-            raise AdapterError(
-                f"malformed Deepgram frame: {exc}", retryable=False, code="malformed"
-            ) from None
-        if isinstance(frame, bytes | bytearray):
-            self._trace(AUDIO_FRAME_MARK)
-            return bytes(frame)
-        try:
-            message = wire.parse_server_message(frame)
-        except wire.MalformedFrame as exc:
-            raise AdapterError(
-                f"malformed Deepgram frame: {exc}", retryable=False, code="malformed"
-            ) from None
-        self._trace(message.type)
-        return message
-
-    def _trace(self, label: str) -> None:
-        trace = self.options.trace
-        if trace is None:
-            return
-        if label == AUDIO_FRAME_MARK and trace and trace[-1] == AUDIO_FRAME_MARK:
-            return
-        trace.append(label)
-
-    async def _await_type(self, wanted: type[wire.Message]) -> wire.Message:
-        while True:
-            message = await self._recv(self.options.handshake_timeout_s, wanted.__name__)
-            if isinstance(message, wanted):
-                return message
-            if isinstance(message, wire.Error):
-                raise error_from_server(message)
-
-    # ------------------------------------------------------------------ sending
-
-    async def _send_audio_turn(self, pcm: bytes) -> None:
-        rate = self.turn.sample_rate
-        step = max(2, int(rate * self.options.audio_frame_ms / 1000) * 2)
-        frame_s = self.options.audio_frame_ms / 1000.0
-        start = time.monotonic()
-        for index, offset in enumerate(range(0, len(pcm), step)):
-            chunk = pcm[offset : offset + step]
-            if self.options.audio_pacing > 0:
-                delay = start + index * frame_s / self.options.audio_pacing - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-            await self.transport.send_audio(chunk)
-            self.state.audio_in_bytes += len(chunk)
-
-    async def _silence_tail(self) -> None:
-        """Trailing silence after the caller's last word, so the agent's end-of-turn detection can fire."""
-        rate = self.turn.sample_rate
-        frame = bytes(int(rate * self.options.audio_frame_ms / 1000) * 2)
-        frames = max(1, self.options.silence_tail_ms // self.options.audio_frame_ms)
-        frame_s = self.options.audio_frame_ms / 1000.0
-        with contextlib.suppress(ConnectionClosed):
-            for _ in range(frames):
-                await self.transport.send_audio(frame)
-                self.state.audio_in_bytes += len(frame)
-                if self.options.audio_pacing > 0:
-                    await asyncio.sleep(frame_s / self.options.audio_pacing)
-
-    async def _keepalive(self) -> None:
-        with contextlib.suppress(ConnectionClosed):
-            while True:
-                await asyncio.sleep(self.options.keepalive_s)
-                await self.transport.send(wire.KeepAlive())
-
-    def _spawn(self, coro: Any) -> None:
-        self._background.append(asyncio.create_task(coro))
-
-    async def _cancel_background(self) -> None:
-        for task in self._background:
-            task.cancel()
-        for task in self._background:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._background.clear()
-
-    # ------------------------------------------------------------------ the turn
-
-    async def run(self) -> AsyncIterator[NormalizedEvent]:
-        try:
-            async for event in self._run():
-                yield event
-        finally:
-            await self._cancel_background()
-
-    async def _run(self) -> AsyncIterator[NormalizedEvent]:
-        await self._await_type(wire.Welcome)
-        await self._send(self.settings)
-        await self._await_type(wire.SettingsApplied)
-        if self.turn.audio_pcm16:
-            await self._send_audio_turn(self.turn.audio_pcm16)
-            yield UserTurnSent()
-            self._spawn(self._silence_tail())
-        else:
-            await self._send(wire.InjectUserMessage(content=self.turn.text))
-            yield UserTurnSent()
-        self._spawn(self._keepalive())
-        async for event in self._receive_until_done():
-            yield event
-        yield self._usage()
-        yield TurnDone(
-            conversational_intent=self.state.intent,
-            target_language=self.state.target_language,
-            retrieved_context=list(self.retrieved_context),
-            final_text=" ".join(t.strip() for t in self.state.texts if t.strip()) or None,
-        )
-
-    async def _send(self, message: wire.Message) -> None:
-        try:
-            await self.transport.send(message)
-        except ConnectionClosed as exc:
-            raise AdapterError(
-                f"Deepgram socket closed while sending {message.type}: {exc}",
-                retryable=True,
-                code="disconnect",
-            ) from None
-
-    async def _receive_until_done(self) -> AsyncIterator[NormalizedEvent]:
-        state = self.state
-        while True:
-            timeout = self.options.stall_timeout_s
-            if state.audio_done_at is not None:
-                if state.report_after_done:
-                    return
-                timeout = state.audio_done_at + self.options.latency_report_grace_s - time.monotonic()
-                if timeout <= 0:
-                    return
-            try:
-                message = await self._recv(timeout, "the agent's reply")
-            except AdapterError as exc:
-                if state.audio_done_at is not None and exc.code in ("stall", "disconnect"):
-                    # the reply is complete: a missing LatencyReport or a closing socket is not a failure
-                    return
-                raise
-            if isinstance(message, bytes):
-                state.audio_out_bytes += len(message)
-                state.audio_done_at = None  # more speech: the reply goes on after an AgentAudioDone
-                state.report_after_done = False
-                yield AudioDelta(pcm16=message, sample_rate=self.options.output_sample_rate)
-                continue
-            async for event in self._handle(message):
-                yield event
-
-    async def _handle(self, message: wire.Message) -> AsyncIterator[NormalizedEvent]:
-        state = self.state
-        if isinstance(message, wire.ConversationText):
-            if message.role == "user":
-                yield Transcript(role="user", text=message.content)
-            else:
-                text = message.content if not state.texts else " " + message.content
-                state.texts.append(message.content)
-                yield TextDelta(text=text)
-        elif isinstance(message, wire.FunctionCallRequest):
-            for call in message.functions:
-                arguments = call.parsed_arguments()
-                yield ToolCall(call_id=call.id, name=call.name, arguments=arguments)
-                if call.name == INTENT_TOOL_NAME:
-                    state.intent, state.target_language = intent_from_arguments(arguments)
-                if call.client_side:
-                    content = json.dumps({"result": self.options.function_ack})
-                    await self._send(wire.FunctionCallResponse(id=call.id, name=call.name, content=content))
-                    yield ToolResult(call_id=call.id, output=content)
-        elif isinstance(message, wire.AgentStartedSpeaking):
-            if state.started_speaking is None:
-                state.started_speaking = message
-            state.audio_done_at = None
-            state.report_after_done = False
-        elif isinstance(message, wire.AgentAudioDone):
-            state.audio_done_at = time.monotonic()
-            state.report_after_done = False
-        elif isinstance(message, wire.LatencyReport):
-            state.latency_report = message
-            if state.audio_done_at is not None:
-                state.report_after_done = True
-        elif isinstance(message, wire.Error):
-            raise error_from_server(message)
-        elif isinstance(message, wire.InjectionRefused):
-            raise AdapterError(
-                f"Deepgram refused the injected message: {message.message}",
-                retryable=True,
-                code="injection_refused",
-            )
-        # UserStartedSpeaking, AgentThinking, History, Warning and unknown types carry nothing to normalize.
-
-    def _usage(self) -> Usage:
-        state = self.state
-        rate_in = self.turn.sample_rate
-        return Usage(
-            input_audio_seconds=round(state.audio_in_bytes / 2 / rate_in, 3) if state.audio_in_bytes else 0.0,
-            output_audio_seconds=round(state.audio_out_bytes / 2 / self.options.output_sample_rate, 3),
-            billed_minutes=round((time.monotonic() - state.connected_at) / 60.0, 5),
-            vendor_latency_ms=vendor_latencies(state),
-        )
+def _mean_report_ms(reports: list[wire.LatencyReport]) -> dict[str, float]:
+    """The mean of each ``LatencyReport`` figure over ``reports`` (ms)."""
+    sums: dict[str, list[float]] = {}
+    for report in reports:
+        for key, value in _report_ms(report).items():
+            sums.setdefault(key, []).append(value)
+    return {key: round(sum(values) / len(values), 3) for key, values in sums.items()}

@@ -18,8 +18,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 AGENT_PATH = "/v1/agent/converse"
 #: request header the SDK sends on every connection (``DeepgramClient(session_id=...)``)
 SESSION_HEADER = "x-deepgram-session-id"
-#: emulator-only header carrying the spoken text of an audio turn (the emulator has no speech recogniser)
-HINT_HEADER = "x-bench-transcript-hint"
 
 
 class MalformedFrame(ValueError):
@@ -95,9 +93,26 @@ class SpeakSettings(BaseModel):
     provider: Provider
 
 
+class HistoryItem(BaseModel):
+    """One earlier message of the conversation (SDK ``ConversationHistoryMessage``)."""
+
+    model_config = ConfigDict(extra="allow")
+    type: Literal["History"] = "History"
+    role: Literal["user", "assistant"]
+    content: str
+
+
+class AgentContext(BaseModel):
+    """``agent.context``: the conversation so far, which the agent continues from."""
+
+    model_config = ConfigDict(extra="allow")
+    messages: list[HistoryItem] | None = None
+
+
 class AgentSettings(BaseModel):
     model_config = ConfigDict(extra="allow")
     language: str | None = None
+    context: AgentContext | None = None
     listen: ListenSettings | None = None
     think: ThinkSettings | None = None
     speak: SpeakSettings | None = None
@@ -173,9 +188,13 @@ class SettingsApplied(Message):
 
 
 class ConversationText(Message):
+    """What the user or the agent said; ``conversational_behavior`` other than ``default`` marks backchannels,
+    presence checks and fillers (SDK ``AgentV1ConversationTextConversationalBehavior``)."""
+
     type: Literal["ConversationText"] = "ConversationText"
     role: Literal["user", "assistant"]
     content: str
+    conversational_behavior: str = "default"
 
 
 class UserStartedSpeaking(Message):
@@ -213,12 +232,13 @@ class FunctionCallCancelled(Message):
 
 
 class AgentStartedSpeaking(Message):
-    """Latencies in SECONDS (SDK: total from receiving the user's utterance to producing the reply)."""
+    """Latencies in SECONDS (SDK: total from receiving the user's utterance to producing the reply). The SDK
+    requires all three; Deepgram documents the message as experimental, so a missing one is tolerated."""
 
     type: Literal["AgentStartedSpeaking"] = "AgentStartedSpeaking"
-    total_latency: float
-    tts_latency: float
-    ttt_latency: float
+    total_latency: float | None = None
+    tts_latency: float | None = None
+    ttt_latency: float | None = None
 
 
 class AgentAudioDone(Message):
@@ -287,20 +307,22 @@ SERVER_MESSAGES: dict[str, type[Message]] = {
     "SpeakUpdated": SpeakUpdated,
 }
 
-#: Deepgram error codes that mean the request itself was wrong (retrying the same turn cannot help).
+#: Deepgram ``Error.code`` values that mean the request itself was wrong (retrying cannot help). This list is
+#: the harness's own reading of Deepgram's error names; no vendor list of agent error codes was found.
 CLIENT_ERROR_CODES = frozenset(
     {
         "INVALID_SETTINGS",
         "UNPARSABLE_CLIENT_MESSAGE",
         "BAD_REQUEST",
-        "UNAUTHORIZED",
-        "FORBIDDEN",
-        "INSUFFICIENT_PERMISSIONS",
-        "INVALID_AUTH",
         "PAYMENT_REQUIRED",
         "UNSUPPORTED_SETTINGS",
+        "SETTINGS_REQUIRED",
     }
 )
+#: ``Error.code`` values that mean the credentials were refused
+AUTH_ERROR_CODES = frozenset({"UNAUTHORIZED", "FORBIDDEN", "INSUFFICIENT_PERMISSIONS", "INVALID_AUTH"})
+#: ``Error.code`` values that mean Deepgram asks the client to slow down
+RATE_LIMIT_ERROR_CODES = frozenset({"TOO_MANY_REQUESTS", "RATE_LIMITED", "CONCURRENCY_LIMIT_REACHED"})
 
 
 def _parse(data: str | dict[str, Any], table: dict[str, type[Message]]) -> Message:

@@ -6,7 +6,9 @@ event names). Server messages carry their payload under ``<name>_event`` (``audi
 ``agent_response_event``, ...), except ``client_tool_call`` (payload under ``client_tool_call``) and
 ``agent_chat_response_part`` (under ``text_response_part``). The client's audio message has no ``type`` at
 all: ``{"user_audio_chunk": "<base64>"}``. Second-hand, not in the Python SDK (kept tolerant): the payloads of
-``agent_response_complete`` (``agent_response_complete_event.event_id``) and ``client_error``.
+``agent_response_complete`` (``agent_response_complete_event.event_id``), ``vad_score``
+(``vad_score_event.vad_score``, 0–1) and ``client_error``. ``agent_response_complete`` and ``vad_score`` arrive
+only when the agent lists them in its client events.
 """
 
 from __future__ import annotations
@@ -187,6 +189,17 @@ class AgentResponseComplete(WireModel):
     )
 
 
+class VadScoreEvent(WireModel):
+    vad_score: float = 0.0
+
+
+class VadScore(WireModel):
+    """The server VAD's probability that the caller is speaking."""
+
+    type: Literal["vad_score"] = "vad_score"
+    vad_score_event: VadScoreEvent = Field(default_factory=VadScoreEvent)
+
+
 class ClientError(WireModel):
     """An error the server reports before closing (payload shape second-hand; every field optional)."""
 
@@ -211,6 +224,7 @@ SERVER_MESSAGE_MODELS: tuple[type[WireModel], ...] = (
     Interruption,
     ClientToolCall,
     AgentResponseComplete,
+    VadScore,
     ClientError,
 )
 SERVER_MESSAGES: dict[str, type[WireModel]] = {
@@ -228,6 +242,7 @@ ServerMessage = (
     | Interruption
     | ClientToolCall
     | AgentResponseComplete
+    | VadScore
     | ClientError
     | UnknownServerMessage
 )
@@ -289,8 +304,13 @@ def dump(message: BaseModel) -> str:
 
 
 def audio_format_rate(audio_format: str, default: int = 16000) -> int:
-    """``pcm_16000`` → 16000; ``ulaw_8000`` → 8000 (only PCM is supported by the adapter)."""
+    """``pcm_16000`` → 16000; ``ulaw_8000`` → 8000."""
     try:
         return int(audio_format.rsplit("_", 1)[1])
     except (IndexError, ValueError):
         return default
+
+
+def is_pcm(audio_format: str) -> bool:
+    """Whether ``audio_format`` is raw pcm_s16le (``pcm_<rate>``), the only audio the adapter handles."""
+    return audio_format.startswith("pcm_")

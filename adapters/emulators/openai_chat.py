@@ -1,36 +1,50 @@
-"""Loopback OpenAI-compatible ``/v1/chat/completions`` (SSE) server that behaves like a generic model.
+"""Loopback OpenAI-compatible chat-completions server (``/v1/chat/completions``, SSE) behaving like a generic model.
 
-It stands in for OpenAI behind the LiveKit baseline (the plugin ``livekit.plugins.openai.LLM`` with
-``base_url`` pointed here) and works with the official ``openai`` client. A "generic model" here means the
-lowest-effort behaviour, not a vendor claim:
+It stands in for OpenAI behind the LiveKit baseline (``livekit.plugins.openai.LLM`` with its client's base URL
+pointed here) and works with the official ``openai`` client. The engine starts it
+(``start(settings, control=, answerer=, options=)``) and hands each conversation the endpoint
+``<url>/c/<token>``; the client's base URL is that plus ``/v1``. Requests are routed with
+``control.connect(path)``: every new TCP connection of a conversation counts as one connection of it (the
+client keeps one alive across turns), later requests on the same connection reuse the conversation.
+Requests need ``Authorization: Bearer <credentials["api_key"]>`` (else 401, as OpenAI answers).
 
-* a request that declares tools and ends with a user message gets a streamed call to the first declared tool
-  (preferring ``lookup_knowledge_base``) with ``{"<first parameter>": <user text>}`` as arguments, streamed as
-  ``tool_calls`` argument deltas, ``finish_reason: "tool_calls"``;
-* a request that ends with a tool result gets a streamed answer made from that result: the first couple of
-  sentences of the top passage, verbatim (markdown, links and digits kept — no voice instructions);
-* a request without tools is answered from the knowledge base by ``EmulatedBrain`` with routing, refusals and
-  voice shaping switched off;
-* with ``stream_options.include_usage`` a final ``choices: []`` chunk carries token usage (estimated at ≈ 4
-  characters per token; the emulator has no tokenizer).
+A "generic model" is the lowest-effort behaviour, not a vendor claim. For each request, with the utterance = the
+last user message:
 
-Delays come from the seeded ``LatencyProfile`` (per-turn key = the last user message); faults from the
-``FaultPlan`` fire on the answer-streaming request: ``rate_limit`` (HTTP 429 + ``Retry-After`` /
-``retry-after-ms``), ``error_event`` (in-stream ``data: {"error": ...}``), ``disconnect`` (connection dropped
-mid-stream), ``malformed`` (a broken ``data:`` line), ``stall`` (stream stops sending). ``GET /v1/models`` is
-served for clients that prewarm.
+* if the request declares a knowledge tool (``lookup_knowledge_base``, else the first declared tool that is not
+  the intent tool) and it was not called since that user message, the reply is a streamed call to it with
+  ``{"<first parameter>": <utterance>}`` (``tool_calls`` argument deltas, ``finish_reason: "tool_calls"``);
+* else, if the request declares the intent tool (``set_conversational_intent``) and the answerer's profile
+  routes intents, a call to it with the answer's intent;
+* else the answer: ``answerer.answer(BrainRequest(utterance, language, history, context))`` where ``history``
+  = the user/assistant text messages before the utterance, ``context`` = the passages in tool results since
+  the utterance (split at ``---`` lines) followed by the passages in the system prompt (the
+  ``Hospital information:`` block of ``adapters.prompts``, one passage per ``[n]`` header), and ``language``
+  = ``metadata.language`` when the client sends it (else None: the answerer guesses).
+
+With ``stream_options.include_usage`` a final ``choices: []`` chunk carries token usage (≈ 4 characters per
+token; the emulator has no tokenizer). Answers are paced by the kit speaker (``plan_speech`` / ``speak``,
+send stamps under ``<conversation_id>:<response number>``). Each answer is one agent response: its fault is
+``settings.faults.pick(conversation.next_fault_key())``: ``rate_limit`` (HTTP 429 + ``Retry-After`` /
+``retry-after-ms``), ``error_event`` (in-stream ``data: {"error": ...}``; a 500 when not streamed),
+``disconnect`` (connection dropped mid-stream), ``malformed`` (a broken ``data:`` line), ``stall`` (the
+stream stops sending for ``faults.stall_s``). ``GET /v1/models`` is served for clients that prewarm.
+
+Emulator options (``options.emulator`` besides the kit settings; unknown keys are refused):
+``fault_after_chunks`` (content chunks sent before an in-stream fault).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import time
+import re
+import secrets
 import uuid
-from collections import defaultdict
+import weakref
 from typing import Any
 
-import pysbd
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -39,6 +53,7 @@ from adapters.custom_llm.wire import (
     SSE_DONE,
     ChatCompletion,
     ChatCompletionRequest,
+    ChatMessage,
     ChunkFactory,
     CompletionChoice,
     ErrorBody,
@@ -48,245 +63,276 @@ from adapters.custom_llm.wire import (
     split_arguments,
     sse_frame,
 )
-from adapters.emulators.brain import BrainProfile, EmulatedBrain
-from adapters.emulators.common import EmulatorSettings, RunningEmulator, SendStamps, sleep_until
+from adapters.emulators._kit.answerer import Answerer, BrainAnswer, BrainRequest, HistoryTurn
+from adapters.emulators._kit.control import ControlPlane, Conversation, split_conversation_path
+from adapters.emulators._kit.running import EmulatorSettings, RunningEmulator, SendStamps
+from adapters.emulators._kit.speaker import plan_speech, speak
+from adapters.intent_tool import INTENT_TOOL_NAME
 
-PREFERRED_TOOL = "lookup_knowledge_base"
-GENERIC_PROFILE = {"route_intents": False, "refuse_advice": False, "voice_shaping": False}
+KNOWLEDGE_TOOL = "lookup_knowledge_base"
+MODEL_ID = "emulated-generic"
 NO_ANSWER = "I'm sorry, I could not find that information."
+#: where the passages start in a system prompt built by ``adapters.prompts``
+CONTEXT_MARKER = "Hospital information:"
+_PASSAGE_HEADER = re.compile(r"^\[[^\]\n]+\][ \t]*", re.MULTILINE)
+_RULE = re.compile(r"^\s*-{3,}\s*$", re.MULTILINE)
 
 
 class OpenAiChatOptions(BaseModel):
-    """Emulator-specific options (``system.options`` → ``start(settings, **options)``)."""
+    """The emulator's own options (``options.emulator`` without the kit settings and the brain profile)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="forbid")
 
-    brain: dict[str, Any] = Field(default_factory=lambda: dict(GENERIC_PROFILE))
-    answer_sentences: int = Field(
-        default=2, ge=1, description="sentences of the top passage the answer keeps"
-    )
-    fault_after_chunks: int = Field(default=2, ge=0, description="content chunks sent before a stream fault")
+    fault_after_chunks: int = Field(default=2, ge=0, description="content chunks sent before an in-stream fault")
 
 
 class RequestLog(BaseModel):
-    """What the emulator sent for one request: the turn key, the stage and the ordered chunk labels."""
+    """What the emulator did with one request: conversation, stage, response number and the chunk labels."""
 
-    key: str
+    conversation_id: str
     stage: str
+    response: int | None = None
     labels: list[str] = Field(default_factory=list)
 
 
 class OpenAiChatEmulator(RunningEmulator):
-    """A running openai-chat emulator; ``requests`` logs every response it streamed (for contract tests)."""
+    """A running openai-chat emulator; ``requests`` logs every reply it sent (for contract tests)."""
 
-    def __init__(self, url: str, stamps: SendStamps, closer: Any, requests: list[RequestLog]):
-        super().__init__(url, stamps, closer)
+    def __init__(self, url: str, control: ControlPlane, stamps: SendStamps, closer: Any,
+                 credentials: dict[str, str], requests: list[RequestLog]):
+        super().__init__({"http": url}, control, stamps, closer, credentials)
         self.requests = requests
 
     @property
     def base_url(self) -> str:
-        """The OpenAI-style base URL (``.../v1``) to give an OpenAI client."""
+        """The OpenAI-style base URL (``.../v1``) for a client that is not part of a registered conversation."""
         return f"{self.url}/v1"
 
 
-def generic_answer(tool_output: str, sentences: int) -> str:
-    """The first ``sentences`` sentences of the top passage of a tool result, cut from the original text
-    (markdown, newlines, links and digits kept); leading heading lines are skipped."""
-    first_passage = tool_output.strip().split("\n\n---\n\n")[0].strip()
-    lines = first_passage.splitlines()
-    while lines and (not lines[0].strip() or lines[0].lstrip().startswith("#")):
-        lines.pop(0)
-    body = "\n".join(lines).strip() or first_passage
-    if not body:
-        return NO_ANSWER
-    spans = pysbd.Segmenter(language="en", clean=False, char_span=True).segment(body)
-    end = spans[min(sentences, len(spans)) - 1].end if spans else len(body)
-    return body[:end].strip() or NO_ANSWER
+# --- reading a request --------------------------------------------------------------------------------------
 
 
-def tokenize(text: str) -> list[str]:
-    """Split into word-with-trailing-space pieces, keeping every character (markdown and newlines too)."""
-    pieces: list[str] = []
-    current = ""
-    for char in text:
-        current += char
-        if char.isspace():
-            pieces.append(current)
-            current = ""
-    if current:
-        pieces.append(current)
-    return pieces
+def passages_in_prompt(text: str) -> list[str]:
+    """The passages of the ``Hospital information:`` block of a system prompt: one per ``[n]`` header line
+    (the header itself dropped), or the whole block when it has no headers."""
+    _, marker, block = text.partition(CONTEXT_MARKER)
+    block = block.strip()
+    if not marker or not block or block.startswith("(no passages"):
+        return []
+    starts = [m.start() for m in _PASSAGE_HEADER.finditer(block)]
+    if not starts:
+        return [block]
+    starts.append(len(block))
+    return [_PASSAGE_HEADER.sub("", block[a:b], count=1).strip() for a, b in zip(starts, starts[1:], strict=False)
+            if block[a:b].strip()]
+
+
+def passages_in_tool_output(text: str) -> list[str]:
+    """A tool result as passages: split at ``---`` rule lines."""
+    return [part.strip() for part in _RULE.split(text) if part.strip() and part.strip() != "No matching passages."]
+
+
+class Turn(BaseModel):
+    """What a generic model reads from one request."""
+
+    utterance: str
+    history: list[HistoryTurn] = Field(default_factory=list)
+    #: tool names called since the utterance
+    called: set[str] = Field(default_factory=set)
+    tool_passages: list[str] = Field(default_factory=list)
+    prompt_passages: list[str] = Field(default_factory=list)
+    language: str | None = None
+
+
+def read_turn(body: ChatCompletionRequest) -> Turn | None:
+    """The turn a request asks about (None when it has no user message)."""
+    messages = body.messages
+    last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
+    if last_user is None:
+        return None
+    history = [HistoryTurn(role=m.role, text=m.text()) for m in messages[:last_user]
+               if m.role in ("user", "assistant") and m.text().strip()]
+    called: dict[str, str] = {}  # call id → tool name, for the calls made since the utterance
+    tool_passages: list[str] = []
+    for message in messages[last_user + 1:]:
+        called.update(_called_tools(message))
+        answered = called.get(message.tool_call_id or "") if message.role == "tool" else message.name
+        if message.role in ("tool", "function") and answered != INTENT_TOOL_NAME:
+            tool_passages += passages_in_tool_output(message.text())
+    prompt = "\n\n".join(m.text() for m in messages if m.role in ("system", "developer"))
+    language = (body.metadata or {}).get("language")
+    return Turn(utterance=messages[last_user].text(), history=history, called=set(called.values()),
+                tool_passages=tool_passages, prompt_passages=passages_in_prompt(prompt),
+                language=language if isinstance(language, str) and language else None)
+
+
+def _called_tools(message: ChatMessage) -> dict[str, str]:
+    """Call id → tool name of the tool calls in an assistant message."""
+    names: dict[str, str] = {}
+    for index, call in enumerate(message.tool_calls or []):
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict) and function.get("name"):
+            names[str(call.get("id") or f"#{index}")] = str(function["name"])
+    return names
+
+
+def _first_parameter(body: ChatCompletionRequest, tool: str) -> str:
+    for definition in body.tools or []:
+        if definition.function is not None and definition.function.name == tool:
+            properties = (definition.function.parameters or {}).get("properties") or {}
+            return next(iter(properties), "query")
+    return "query"
+
+
+# --- the server -----------------------------------------------------------------------------------------------
+
+
+class _InjectFault(Exception):
+    """Raised from inside the speaker to cut an answer stream where the fault goes in."""
 
 
 class _Handler:
-    def __init__(
-        self,
-        settings: EmulatorSettings,
-        options: OpenAiChatOptions,
-        stamps: SendStamps,
-        requests: list[RequestLog],
-    ):
+    def __init__(self, settings: EmulatorSettings, options: OpenAiChatOptions, control: ControlPlane,
+                 answerer: Answerer, stamps: SendStamps, api_key: str, requests: list[RequestLog]):
         self.settings = settings
         self.options = options
+        self.control = control
+        self.answerer = answerer
         self.stamps = stamps
+        self.api_key = api_key
         self.requests = requests
-        self.brain = EmulatedBrain(BrainProfile(**options.brain))
-        self.answer_attempts: dict[str, int] = defaultdict(int)
+        #: the conversations seen on each live TCP connection (by transport), so a kept-alive connection counts once
+        self._connections: weakref.WeakKeyDictionary[Any, dict[str | None, Conversation]] = (
+            weakref.WeakKeyDictionary())
 
-    async def models(self, request: web.Request) -> web.Response:
-        return web.json_response(
-            {
-                "object": "list",
-                "data": [
-                    {
-                        "id": "emulated-generic",
-                        "object": "model",
-                        "created": 0,
-                        "owned_by": "voice-agent-bench",
-                    }
-                ],
-            }
-        )
+    def conversation_for(self, request: web.Request) -> tuple[Conversation, str]:
+        token, rest = split_conversation_path(request.path_qs)
+        seen = self._connections.setdefault(request.transport, {}) if request.transport is not None else {}
+        if token not in seen:
+            seen[token], rest = self.control.connect(request.path_qs)
+        return seen[token], rest.partition("?")[0].rstrip("/") or "/"
 
-    async def chat(self, request: web.Request) -> web.StreamResponse:
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        conversation, path = self.conversation_for(request)
+        if request.headers.get("Authorization", "") != f"Bearer {self.api_key}":
+            return _error(401, "Incorrect API key provided (emulated).", "invalid_request_error", "invalid_api_key")
+        if request.method == "GET" and path in ("/v1/models", "/models"):
+            return web.json_response({"object": "list", "data": [
+                {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "voice-agent-bench"}]})
+        if request.method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
+            return await self.chat(request, conversation)
+        return _error(404, f"Invalid URL ({request.method} {path})", "invalid_request_error")
+
+    async def chat(self, request: web.Request, conversation: Conversation) -> web.StreamResponse:
         try:
             body = ChatCompletionRequest.model_validate(await request.json())
         except (ValidationError, json.JSONDecodeError, UnicodeDecodeError) as exc:
             return _error(400, f"invalid request body: {exc}", "invalid_request_error")
-        key = body.last_user_text() or ""
-        last = body.messages[-1]
-        tools = body.tool_names()
-        if last.role in ("tool", "function"):
-            stage, answer, tool = "answer", generic_answer(last.text(), self.options.answer_sentences), None
-        elif tools:
-            stage, answer = "tool_call", ""
-            tool = PREFERRED_TOOL if PREFERRED_TOOL in tools else tools[0]
-        else:
-            stage, tool = "answer", None
-            language = str((body.metadata or {}).get("language", "en"))
-            answer = self.brain.answer(key, language).text or NO_ANSWER
+        turn = read_turn(body)
+        if turn is None:
+            return _error(400, "messages must contain a user message", "invalid_request_error")
+        tools = [name for name in body.tool_names() if name != INTENT_TOOL_NAME]
+        knowledge_tool = KNOWLEDGE_TOOL if KNOWLEDGE_TOOL in tools else (tools[0] if tools else None)
+        if knowledge_tool and knowledge_tool not in turn.called:
+            arguments = json.dumps({_first_parameter(body, knowledge_tool): turn.utterance})
+            return await self.call_tool(request, body, conversation, knowledge_tool, arguments)
+        answer = self.answerer.answer(BrainRequest(utterance=turn.utterance, language=turn.language,
+                                                   history=turn.history,
+                                                   context=turn.tool_passages + turn.prompt_passages))
+        if (INTENT_TOOL_NAME in body.tool_names() and INTENT_TOOL_NAME not in turn.called
+                and self.answerer.profile.route_intents):
+            arguments = json.dumps({"intent": answer.conversational_intent,
+                                    **({"target_language": answer.target_language}
+                                       if answer.conversational_intent == "switch_language"
+                                       and answer.target_language else {})})
+            return await self.call_tool(request, body, conversation, INTENT_TOOL_NAME, arguments)
+        return await self.answer(request, body, conversation, answer)
 
-        fault = None
-        if stage == "answer":
-            self.answer_attempts[key] += 1
-            fault = pick_fault(self.settings, key, self.answer_attempts[key])
-        if fault == "rate_limit":
-            self.requests.append(RequestLog(key=key, stage=stage, labels=["http_429"]))
-            return _error(
-                429,
-                "Rate limit reached (emulated)",
-                "requests",
-                "rate_limit_exceeded",
-                headers=retry_after_headers(self.settings.faults.retry_after_s),
-            )
-
-        arguments = json.dumps({_first_parameter(body, tool): key}) if tool else ""
-        if not body.stream:
-            return self._complete(body, stage, tool, arguments, answer, key)
-        log = RequestLog(key=key, stage=stage)
+    async def call_tool(self, request: web.Request, body: ChatCompletionRequest, conversation: Conversation,
+                        tool: str, arguments: str) -> web.StreamResponse:
+        log = RequestLog(conversation_id=conversation.conversation_id, stage="tool_call")
         self.requests.append(log)
-        return await self._stream(request, body, log, tool, arguments, answer, key, fault)
-
-    def _complete(
-        self, body: ChatCompletionRequest, stage: str, tool: str | None, arguments: str, answer: str, key: str
-    ) -> web.Response:
+        call_id = f"call_{uuid.uuid4().hex[:24]}"
         factory = ChunkFactory(body.model)
-        if tool:
-            message = ResponseMessage(
-                content=None,
-                tool_calls=[
-                    {
-                        "id": f"call_{uuid.uuid4().hex[:20]}",
-                        "type": "function",
-                        "function": {"name": tool, "arguments": arguments},
-                    }
-                ],
-            )
-            finish = "tool_calls"
-        else:
-            message, finish = ResponseMessage(content=answer), "stop"
-        self.requests.append(RequestLog(key=key, stage=stage, labels=["completion"]))
-        completion = ChatCompletion(
-            id=factory.id,
-            created=factory.created,
-            model=factory.model,
-            choices=[CompletionChoice(message=message, finish_reason=finish)],
-            usage=estimate_usage(body, answer + arguments),
-        )
-        return web.json_response(completion.model_dump(exclude_none=True))
-
-    async def _stream(
-        self,
-        request: web.Request,
-        body: ChatCompletionRequest,
-        log: RequestLog,
-        tool: str | None,
-        arguments: str,
-        answer: str,
-        key: str,
-        fault: str | None,
-    ) -> web.StreamResponse:
-        profile = self.settings.latency
-        rng = profile.rng(f"{key}:{log.stage}")
-        start = time.monotonic()
-        first_at = start + profile.sample_first_token_ms(rng) / 1000.0
-        interval = profile.token_interval_ms / 1000.0
-        factory = ChunkFactory(body.model)
-        response = web.StreamResponse(
-            status=200,
-            headers={
-                "Content-Type": "text/event-stream",
-                "Cache-Control": "no-cache",
-                "x-request-id": factory.id,
-            },
-        )
-        await response.prepare(request)
-
-        async def send(frame: bytes, label: str) -> None:
-            await response.write(frame)
-            log.labels.append(label)
-
+        usage = estimate_usage(body, arguments)
+        if not body.stream:
+            log.labels.append("completion")
+            message = ResponseMessage(content=None, tool_calls=[
+                {"id": call_id, "type": "function", "function": {"name": tool, "arguments": arguments}}])
+            return _completion(factory, message, "tool_calls", usage)
+        response = await _open_stream(request, factory)
+        send = _sender(response, log)
         await send(sse_frame(factory.role()), "role")
-        await sleep_until(first_at)
-        if tool:
-            await send(
-                sse_frame(factory.tool_call_start(0, f"call_{uuid.uuid4().hex[:20]}", tool)), "tool_call"
-            )
-            for fragment in split_arguments(arguments):
-                await send(sse_frame(factory.tool_call_arguments(0, fragment)), "tool_call.arguments")
-            await send(sse_frame(factory.finish("tool_calls")), "finish:tool_calls")
-        else:
-            next_at = first_at
-            for index, piece in enumerate(tokenize(answer)):
-                if fault is not None and index == self.options.fault_after_chunks:
-                    return await self._inject(request, response, log, fault)
-                await sleep_until(next_at)
-                await send(sse_frame(factory.content(piece)), "content")
-                if index == 0:
-                    self.stamps.mark(self.stamps.first_text, key)
-                next_at += interval
-            if fault is not None:
-                return await self._inject(request, response, log, fault)
-            await send(sse_frame(factory.finish("stop")), "finish:stop")
-        if body.include_usage:
-            await send(sse_frame(factory.usage(estimate_usage(body, answer + arguments))), "usage")
-        await send(SSE_DONE, "[DONE]")
-        await response.write_eof()
-        return response
+        profile = self.settings.latency
+        rng = profile.rng(f"{conversation.conversation_id}:{conversation.responses + 1}:{tool}")
+        delay = profile.sample_first_token_ms(rng)
+        await asyncio.sleep(delay / 1000.0)
+        await send(sse_frame(factory.tool_call_start(0, call_id, tool)), "tool_call")
+        for fragment in split_arguments(arguments):
+            await send(sse_frame(factory.tool_call_arguments(0, fragment)), "tool_call.arguments")
+        await send(sse_frame(factory.finish("tool_calls")), "finish:tool_calls")
+        return await _close_stream(response, send, body, factory, usage)
 
-    async def _inject(
-        self, request: web.Request, response: web.StreamResponse, log: RequestLog, fault: str
-    ) -> web.StreamResponse:
+    async def answer(self, request: web.Request, body: ChatCompletionRequest, conversation: Conversation,
+                     answer: BrainAnswer) -> web.StreamResponse:
+        key = conversation.next_fault_key()
+        fault = self.settings.faults.pick(key)
+        log = RequestLog(conversation_id=conversation.conversation_id, stage="answer", response=key.response)
+        self.requests.append(log)
+        text = answer.text or NO_ANSWER
+        if fault == "rate_limit":
+            log.labels.append("http_429")
+            return _error(429, "Rate limit reached for requests (emulated).", "requests", "rate_limit_exceeded",
+                          headers=retry_after_headers(self.settings.faults.retry_after_s))
+        factory = ChunkFactory(body.model)
+        usage = estimate_usage(body, text)
+        if not body.stream:
+            return await self._answer_whole(request, factory, log, text, usage, fault)
+        response = await _open_stream(request, factory)
+        send = _sender(response, log)
+        await send(sse_frame(factory.role()), "role")
+        stamp_key = f"{conversation.conversation_id}:{key.response}"
+        plan = plan_speech(text, self.settings.latency, stamp_key, audio=False)
+        sent = 0
+
+        async def send_piece(piece: str) -> None:
+            nonlocal sent
+            if fault is not None and sent == self.options.fault_after_chunks:
+                raise _InjectFault
+            await send(sse_frame(factory.content(piece)), "content")
+            sent += 1
+
+        with contextlib.suppress(_InjectFault):
+            await speak(plan, send_text=send_piece, send_audio=None, stamps=self.stamps, stamp_key=stamp_key)
+        if fault is not None:
+            return await self._inject(request, response, log, fault)
+        await send(sse_frame(factory.finish("stop")), "finish:stop")
+        return await _close_stream(response, send, body, factory, usage)
+
+    async def _answer_whole(self, request: web.Request, factory: ChunkFactory, log: RequestLog, text: str,
+                            usage: Any, fault: str | None) -> web.StreamResponse:
+        """A non-streamed answer (faults as an HTTP client sees them without a stream)."""
+        log.labels.append(f"fault:{fault}" if fault else "completion")
+        if fault == "error_event":
+            return _error(500, "The server had an error while processing your request (emulated).", "server_error")
+        if fault == "malformed":
+            return web.Response(status=200, body=b'{"id": "chatcmpl-broken", "choices": [', content_type=
+                                "application/json")
+        if fault == "disconnect":
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=500)
+        if fault == "stall":
+            await asyncio.sleep(self.settings.faults.stall_s)
+        return _completion(factory, ResponseMessage(content=text), "stop", usage)
+
+    async def _inject(self, request: web.Request, response: web.StreamResponse, log: RequestLog,
+                      fault: str) -> web.StreamResponse:
         log.labels.append(f"fault:{fault}")
         if fault == "error_event":
-            error = ErrorBody(
-                error=ErrorDetail(
-                    message="The server had an error while processing your request (emulated)",
-                    type="server_error",
-                    code="internal_error",
-                )
-            )
-            await response.write(sse_frame(error))
+            detail = ErrorDetail(message="The server had an error while processing your request (emulated).",
+                                 type="server_error", code="internal_error")
+            await response.write(sse_frame(ErrorBody(error=detail)))
             await response.write_eof()
         elif fault == "malformed":
             await response.write(b'data: {"id": "chatcmpl-broken", "choices": [{"delta": {"content": \n\n')
@@ -299,39 +345,51 @@ class _Handler:
         return response
 
 
-def pick_fault(settings: EmulatorSettings, key: str, attempt: int) -> str | None:
-    """The fault for attempt ``attempt`` (1-based) of turn ``key``: seeded on the key for the first attempt,
-    on key + attempt for retries, and none for retries when the plan is ``first_attempt_only``."""
-    plan = settings.faults
-    if attempt > 1 and plan.first_attempt_only:
-        return None
-    return plan.pick(key if attempt == 1 else f"{key}#{attempt}")
+def _sender(response: web.StreamResponse, log: RequestLog) -> Any:
+    async def send(frame: bytes, label: str) -> None:
+        await response.write(frame)
+        log.labels.append(label)
+
+    return send
 
 
-def _first_parameter(body: ChatCompletionRequest, tool: str | None) -> str:
-    for definition in body.tools or []:
-        if definition.function is not None and definition.function.name == tool:
-            properties = (definition.function.parameters or {}).get("properties") or {}
-            return next(iter(properties), "query")
-    return "query"
+async def _open_stream(request: web.Request, factory: ChunkFactory) -> web.StreamResponse:
+    response = web.StreamResponse(status=200, headers={
+        "Content-Type": "text/event-stream", "Cache-Control": "no-cache", "x-request-id": factory.id})
+    await response.prepare(request)
+    return response
 
 
-def _error(
-    status: int, message: str, kind: str, code: str | None = None, headers: dict[str, str] | None = None
-) -> web.Response:
+async def _close_stream(response: web.StreamResponse, send: Any, body: ChatCompletionRequest,
+                        factory: ChunkFactory, usage: Any) -> web.StreamResponse:
+    if body.include_usage:
+        await send(sse_frame(factory.usage(usage)), "usage")
+    await send(SSE_DONE, "[DONE]")
+    await response.write_eof()
+    return response
+
+
+def _completion(factory: ChunkFactory, message: ResponseMessage, finish: str, usage: Any) -> web.Response:
+    completion = ChatCompletion(id=factory.id, created=factory.created, model=factory.model,
+                                choices=[CompletionChoice(message=message, finish_reason=finish)], usage=usage)
+    return web.json_response(completion.model_dump(exclude_none=True))
+
+
+def _error(status: int, message: str, kind: str, code: str | None = None,
+           headers: dict[str, str] | None = None) -> web.Response:
     body = ErrorBody(error=ErrorDetail(message=message, type=kind, code=code))
     return web.json_response(body.model_dump(exclude_none=True), status=status, headers=headers)
 
 
-async def start(settings: EmulatorSettings, **options: Any) -> OpenAiChatEmulator:
-    """Start the emulator on ``settings.host:settings.port``; the OpenAI base URL is ``<url>/v1``."""
-    parsed = OpenAiChatOptions.model_validate(options)
+async def start(settings: EmulatorSettings, *, control: ControlPlane, answerer: Answerer,
+                options: dict[str, Any]) -> OpenAiChatEmulator:
+    """Start the emulator on ``settings.host:settings.port`` (``options``: ``OpenAiChatOptions``)."""
+    parsed = OpenAiChatOptions.model_validate(options or {})
     stamps = SendStamps()
     requests: list[RequestLog] = []
-    handler = _Handler(settings, parsed, stamps, requests)
+    credentials = {"api_key": f"emulated-{secrets.token_hex(6)}"}
+    handler = _Handler(settings, parsed, control, answerer, stamps, credentials["api_key"], requests)
     app = web.Application()
-    for prefix in ("/v1", ""):
-        app.router.add_post(f"{prefix}/chat/completions", handler.chat)
-        app.router.add_get(f"{prefix}/models", handler.models)
+    app.router.add_route("*", "/{path:.*}", handler.dispatch)
     url, close = await serve(app, settings.host, settings.port)
-    return OpenAiChatEmulator(url, stamps, close, requests)
+    return OpenAiChatEmulator(url, control, stamps, close, credentials, requests)

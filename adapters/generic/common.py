@@ -1,29 +1,47 @@
-"""Shared parts of the generic endpoint adapters: options, headers from env vars, templates, JSON paths,
-Retry-After parsing, PCM16 resampling and the emulated-mode emulator handle.
+"""What the three generic endpoint adapters share: options, headers, templates, JSON paths, the stall watchdog.
+
+Headers: a team's endpoint usually wants a credential in some header. ``options.headers`` maps a header name to
+its value; a value either references environment variables (``"Bearer ${TEAM_TOKEN}"``) — resolved when the
+adapter is created, each value registered with the redactor — or is a literal, which is allowed only for the
+header names in ``LITERAL_HEADERS`` (none of which carries a secret). A literal ``X-Auth`` or
+``X-Client-Credential`` is therefore a configuration error instead of a secret written into a config file.
+The URL may reference environment variables the same way (``wss://…/ws?accessToken=${TEAM_TOKEN}``).
+In emulated mode every reference resolves to the emulator's placeholder credential, so the same header code runs.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-import os
+import asyncio
 import re
-import time
-from email.utils import parsedate_to_datetime
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from adapters.base import AdapterError, TurnInput
-from adapters.emulators.common import RunningEmulator, split_emulator_options
+from adapters.options import require_env
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential
+from bench.errors import ConfigError
+from bench.protocol import AdapterError, ErrorCode, SessionSpec
+from bench.protocol.redact import redact
 
-#: header carrying the session id on every connection/request, so an endpoint (and the emulator's
-#: fault plan) can key per-session decisions before any message is read; it carries no secret.
-SESSION_HEADER = "X-Evaluator-Session"
+#: header names whose value may be written literally in a config (lower case); everything else needs ${ENV}
+LITERAL_HEADERS = frozenset({
+    "accept", "accept-language", "content-type", "origin", "user-agent", "x-request-id", "x-tenant-id",
+})
 
-_SENSITIVE = re.compile(r"authorization|cookie|token|secret|key|password|signature", re.IGNORECASE)
+_ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_LOOSE_REFERENCE = re.compile(r"\$\{[^}]*\}?")
+
+
+def env_references(value: str) -> list[str]:
+    """The environment variable names ``value`` references as ``${NAME}``."""
+    return _ENV_REFERENCE.findall(value)
+
+
+def _check_references(value: str, where: str) -> None:
+    stripped = _ENV_REFERENCE.sub("", value)
+    if _LOOSE_REFERENCE.search(stripped):
+        raise ValueError(f"{where}: malformed environment reference; write ${{NAME}} with NAME = [A-Za-z_][A-Za-z0-9_]*")
 
 
 class EndpointOptions(BaseModel):
@@ -31,95 +49,101 @@ class EndpointOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str | None = Field(default=None, description="endpoint URL (required unless mode is emulated)")
-    auth_header_env: str | None = Field(default=None, description="env var holding the credential")
-    auth_header: str = "Authorization"
-    auth_scheme: str | None = Field(default="Bearer", description="prefix of the credential; null for none")
-    header_env: dict[str, str] = Field(default_factory=dict, description="header name -> env var name")
-    headers: dict[str, str] = Field(default_factory=dict, description="non-secret literal headers")
+    url: str | None = Field(default=None, description="endpoint URL (required unless mode is emulated); may hold ${ENV}")
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="header name -> value; the value must reference ${ENV_VAR}s unless the name is in LITERAL_HEADERS",
+    )
     connect_timeout_s: float = Field(default=10.0, gt=0)
-    receive_timeout_s: float | None = Field(
-        default=None, gt=0, description="stall limit between events; default: the system's timeout_s"
-    )
-    send_transcript_hint: bool | None = Field(
-        default=None,
-        description="send the turn's reference text beside its audio (for emulators without ASR); "
-        "default: only in emulated mode",
-    )
-    # emulated-mode settings (ignored otherwise)
-    emulator: dict[str, Any] = Field(default_factory=dict)
-    latency: dict[str, Any] | None = None
-    faults: dict[str, Any] | None = None
-    brain: dict[str, Any] | None = None
-    emulator_options: dict[str, Any] | None = None
 
     @field_validator("headers")
     @classmethod
-    def _no_literal_secrets(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if _SENSITIVE.search(name):
+    def _literal_headers_are_allow_listed(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, header in value.items():
+            _check_references(header, f"header {name!r}")
+            if not env_references(header) and name.lower() not in LITERAL_HEADERS:
                 raise ValueError(
-                    f"header {name!r} looks like a credential; name an environment variable in "
-                    f"header_env/auth_header_env instead of writing the secret into the config"
+                    f"header {name!r} has a literal value; only {', '.join(sorted(LITERAL_HEADERS))} may be literal. "
+                    f"Reference an environment variable instead, e.g. {name}: \"${{MY_{_env_name(name)}}}\""
                 )
         return value
 
+    @field_validator("url")
+    @classmethod
+    def _url_references(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_references(value, "url")
+        return value
 
-OptionsT = TypeVar("OptionsT", bound=EndpointOptions)
+
+def _env_name(header: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "_", header).strip("_").upper()
 
 
-def load_options(model: type[OptionsT], system: SystemConfig) -> OptionsT:
-    """Validate ``system.options`` into ``model``; problems become a ConfigError naming system and field."""
-    try:
-        options = model.model_validate(system.options)
-    except ValidationError as exc:
-        details = "; ".join(f"options.{'.'.join(map(str, err['loc'])) or '-'}: {err['msg']}" for err in exc.errors())
-        raise ConfigError(f"system {system.id!r}: {details}") from None
-    if system.mode != "emulated" and not options.url:
+def expand(value: str, lookup: Callable[[str], str]) -> str:
+    """``value`` with every ``${NAME}`` replaced by ``lookup(NAME)``."""
+    return _ENV_REFERENCE.sub(lambda match: lookup(match.group(1)), value)
+
+
+class Target:
+    """Where one session connects and with which headers (secrets already registered with the redactor)."""
+
+    def __init__(self, url: str, headers: dict[str, str]):
+        self.url = url
+        self.headers = headers
+
+
+def live_target(options: EndpointOptions, system: SystemConfig) -> Target | None:
+    """The configured URL and headers with environment references resolved (``MissingCredential`` when one is
+    unset; every resolved value is registered as a secret). ``None`` in emulated mode."""
+    if system.mode == "emulated":
+        return None
+    if not options.url:
         raise ConfigError(f"system {system.id!r}: options.url: required in {system.mode} mode")
-    return options
+
+    def lookup(variable: str) -> str:
+        return require_env(system.id, variable)  # registers the value with the redactor
+
+    return Target(expand(options.url, lookup), {name: expand(value, lookup) for name, value in options.headers.items()})
 
 
-def resolve_headers(options: EndpointOptions, system_id: str) -> dict[str, str]:
-    """Literal non-secret headers plus credentials read from the named environment variables."""
-    headers = dict(options.headers)
-    if options.auth_header_env:
-        value = os.environ.get(options.auth_header_env)
-        if not value:
-            raise MissingCredential(system_id, options.auth_header_env)
-        headers[options.auth_header] = f"{options.auth_scheme} {value}" if options.auth_scheme else value
-    for name, variable in options.header_env.items():
-        value = os.environ.get(variable)
-        if not value:
-            raise MissingCredential(system_id, variable)
-        headers[name] = value
-    return headers
+def session_target(options: EndpointOptions, live: Target | None, spec: SessionSpec, system_id: str) -> Target:
+    """The target of one session: the engine's endpoint when it handed one (emulated mode: references resolve to
+    the emulator's placeholder credential), else the live target."""
+    endpoint = spec.endpoint
+    if endpoint is not None and (endpoint.emulated or live is None):
+        placeholder = endpoint.credentials.get("api_key", "emulated-key")
+        headers = {name: expand(value, lambda _: placeholder) for name, value in options.headers.items()}
+        return Target(endpoint.url, headers)
+    if live is None:
+        raise AdapterError(f"system {system_id!r}: emulated mode but the engine handed no endpoint",
+                           code=ErrorCode.INTERNAL, retryable=False)
+    if endpoint is not None:
+        return Target(endpoint.url, live.headers)
+    return live
 
 
-def redact(text: str, headers: dict[str, str]) -> str:
-    """``text`` with every credential header value replaced, for error messages."""
-    for name, value in headers.items():
-        if value and (_SENSITIVE.search(name) or name.lower() == "authorization"):
-            text = text.replace(value, "***")
-            for part in value.split():
-                if len(part) >= 8:
-                    text = text.replace(part, "***")
-    return text
+# ------------------------------------------------------------------------------------------- templates
 
 
-def session_id_for(turn: TurnInput) -> str:
-    return turn.conversation_id or turn.entry_id
+def history_entries(spec: SessionSpec) -> list[dict[str, str]]:
+    return [{"role": message.role, "text": message.text} for message in spec.history]
 
 
-def template_values(turn: TurnInput, **extra: Any) -> dict[str, Any]:
+def template_values(spec: SessionSpec, **extra: Any) -> dict[str, Any]:
+    """Placeholders every template may use (``extra`` adds per-message ones such as ``text``)."""
     values: dict[str, Any] = {
-        "text": turn.text,
-        "language": turn.language,
-        "session_id": session_id_for(turn),
-        "entry_id": turn.entry_id,
-        "user_id": turn.user_id,
-        "tenant_id": turn.tenant_id,
-        "sample_rate": turn.sample_rate,
+        "session_id": spec.conversation_id,
+        "conversation_id": spec.conversation_id,
+        "run_id": spec.run_id,
+        "attempt": spec.attempt,
+        "language": spec.language,
+        "user_id": spec.user_id,
+        "tenant_id": spec.tenant_id,
+        "sample_rate": spec.audio.sample_rate,
+        "context": list(spec.context),
+        "instructions": spec.instructions,
+        "history": history_entries(spec),
     }
     values.update(extra)
     return values
@@ -131,8 +155,8 @@ _WHOLE_PLACEHOLDER = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 def render_template(template: Any, values: dict[str, Any]) -> Any:
     """Fill ``{name}`` placeholders in every string of a JSON-like template.
 
-    A string that is exactly one placeholder takes the value with its type (``"{sample_rate}"`` → 24000);
-    other strings are formatted as text. Unknown placeholders raise ConfigError.
+    A string that is exactly one placeholder takes the value with its type (``"{history}"`` → a list);
+    other strings are formatted as text. Unknown placeholders raise ``ConfigError``.
     """
     if isinstance(template, dict):
         return {key: render_template(value, values) for key, value in template.items()}
@@ -170,192 +194,57 @@ def json_path(data: Any, path: str | None, default: Any = None) -> Any:
     return current
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds to wait from a Retry-After header (delta-seconds or HTTP-date); None if absent/invalid."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when is None:
-            return None
-        seconds = when.timestamp() - time.time()
-    if math.isnan(seconds) or math.isinf(seconds):
-        return None
-    return max(0.0, seconds)
+# ---------------------------------------------------------------------------------------------- errors
 
 
-def status_error(status: int, headers: Any, body: str, secrets: dict[str, str]) -> AdapterError:
-    """AdapterError for an HTTP status (upgrade rejection or HTTP response), honouring Retry-After."""
-    retry_after = parse_retry_after(headers.get("Retry-After") if headers is not None else None)
-    message = redact(body.strip()[:300] or "no body", secrets)
-    return AdapterError.from_status(status, message, retry_after_s=retry_after)
+def endpoint_error(message: str, code: ErrorCode | str, *, retry_after_s: float | None = None) -> AdapterError:
+    """An ``AdapterError`` with a redacted message; a string ``code`` is the endpoint's own (kept as vendor code)."""
+    return AdapterError(redact(message), code=code, retry_after_s=retry_after_s)
 
 
-# ---------------------------------------------------------------------------------------------- audio
+def malformed(message: str) -> AdapterError:
+    return AdapterError(redact(f"malformed frame from the endpoint: {message}"), code=ErrorCode.MALFORMED)
 
 
-def _lowpass_taps(up: int, down: int) -> Any:
-    from scipy.signal import firwin
+class StallWatchdog:
+    """Calls ``on_stall`` when a response is awaited and nothing arrived for ``idle_s``.
 
-    factor = max(up, down)
-    half = 10 * factor
-    return firwin(2 * half + 1, 1.0 / factor, window=("kaiser", 5.0)) * up
-
-
-def resample_pcm16(pcm: bytes, source_rate: int, target_rate: int) -> bytes:
-    """Resample a whole mono PCM16 buffer (polyphase filter)."""
-    if source_rate == target_rate or not pcm:
-        return pcm
-    import numpy as np
-    from scipy.signal import resample_poly
-
-    g = math.gcd(source_rate, target_rate)
-    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float64)
-    out = resample_poly(samples, target_rate // g, source_rate // g)
-    return np.clip(np.rint(out), -32768, 32767).astype("<i2").tobytes()
-
-
-class StreamResampler:
-    """Resamples a PCM16 stream chunk by chunk with filter state kept between chunks (no edge clicks)."""
-
-    def __init__(self, source_rate: int, target_rate: int):
-        import numpy as np
-
-        g = math.gcd(source_rate, target_rate)
-        self.up, self.down = target_rate // g, source_rate // g
-        self.taps = _lowpass_taps(self.up, self.down)
-        self.zi = np.zeros(len(self.taps) - 1)
-        self.consumed = 0  # upsampled samples filtered so far
-        self.next_index = (len(self.taps) - 1) // 2  # next upsampled index to keep (group delay skipped)
-        self.carry = b""
-
-    def process(self, pcm: bytes) -> bytes:
-        import numpy as np
-        from scipy.signal import lfilter
-
-        pcm = self.carry + pcm
-        usable = len(pcm) // 2 * 2
-        self.carry = pcm[usable:]
-        if not usable:
-            return b""
-        samples = np.frombuffer(pcm[:usable], dtype="<i2").astype(np.float64)
-        upsampled = np.zeros(len(samples) * self.up)
-        upsampled[:: self.up] = samples
-        filtered, self.zi = lfilter(self.taps, 1.0, upsampled, zi=self.zi)
-        start = self.next_index - self.consumed
-        picked = filtered[start :: self.down] if start < len(filtered) else filtered[:0]
-        self.next_index += len(picked) * self.down
-        self.consumed += len(filtered)
-        return np.clip(np.rint(picked), -32768, 32767).astype("<i2").tobytes()
-
-
-def frames(pcm: bytes, frame_ms: int, sample_rate: int) -> list[bytes]:
-    """Split PCM16 into frames of ``frame_ms`` (the last one may be short)."""
-    step = max(2, int(sample_rate * frame_ms / 1000) * 2)
-    return [pcm[i : i + step] for i in range(0, len(pcm), step)]
-
-
-async def send_audio_frames(ws: Any, pcm: bytes, frame_ms: int, sample_rate: int, pace: bool) -> None:
-    """Send PCM16 as binary frames: in real time (drift-free) when ``pace``, else back to back while yielding
-    to the event loop between frames so other sessions' events are not held up by a long send burst."""
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    start = loop.time()
-    frame_s = frame_ms / 1000
-    for index, frame in enumerate(frames(pcm, frame_ms, sample_rate)):
-        await ws.send(frame)
-        delay = start + (index + 1) * frame_s - loop.time() if pace else 0.0
-        await asyncio.sleep(max(0.0, delay))
-
-
-@functools.lru_cache(maxsize=64)
-def websocket_proxy(url: str) -> str | None:
-    """The proxy websockets would pick for ``url`` from the environment, looked up once per URL (websockets
-    scans the whole environment on every connect otherwise)."""
-    from websockets.uri import get_proxy, parse_uri
-
-    return get_proxy(parse_uri(url))
-
-
-class RecvWatchdog:
-    """Stall detection for a receive loop that costs one assignment per message.
-
-    ``asyncio.timeout`` around every ``recv`` arms and cancels a timer per frame; this arms one timer per idle
-    period instead. When no frame arrived for ``idle_s`` while the loop was waiting in ``recv``, it aborts the
-    connection (so ``recv`` raises) and sets ``fired``; the caller turns that into a stall error.
+    ``expect()`` starts waiting (a turn was sent), ``activity()`` records a frame (one assignment on the hot
+    path), ``settle()`` stops waiting (the response is done). One timer per idle period, not per frame.
     """
 
-    def __init__(self, ws: Any, idle_s: float):
-        import asyncio
-
-        self.ws = ws
+    def __init__(self, idle_s: float, on_stall: Callable[[], None]):
         self.idle_s = idle_s
+        self.on_stall = on_stall
         self.loop = asyncio.get_running_loop()
         self.last = self.loop.time()
-        self.waiting = False
-        self.fired = False
-        self._handle = self.loop.call_at(self.last + idle_s, self._check)
+        self.awaiting = False
+        self._handle: asyncio.TimerHandle | None = None
+
+    def expect(self) -> None:
+        self.awaiting = True
+        self.last = self.loop.time()
+        if self._handle is None:
+            self._handle = self.loop.call_at(self.last + self.idle_s, self._check)
+
+    def activity(self) -> None:
+        self.last = self.loop.time()
+
+    def settle(self) -> None:
+        self.awaiting = False
 
     def _check(self) -> None:
-        now = self.loop.time()
-        if self.waiting and now - self.last >= self.idle_s:
-            self.fired = True
-            self.ws.transport.abort()
+        self._handle = None
+        if not self.awaiting:
             return
-        self._handle = self.loop.call_at(max(now, self.last) + self.idle_s, self._check)
-
-    async def recv(self) -> Any:
-        self.waiting = True
-        try:
-            return await self.ws.recv()
-        finally:
-            self.waiting = False
-            self.last = self.loop.time()
+        if self.loop.time() - self.last >= self.idle_s:
+            self.awaiting = False
+            self.on_stall()
+            return
+        self._handle = self.loop.call_at(self.last + self.idle_s, self._check)
 
     def cancel(self) -> None:
-        self._handle.cancel()
-
-
-async def close_quietly(ws: Any) -> None:
-    """Close a websockets client connection, best effort (abort when already broken or slow to close)."""
-    import asyncio
-
-    if ws.transport.is_closing():
-        ws.transport.abort()
-        return
-    try:
-        await asyncio.wait_for(ws.close(), timeout=2.0)
-    except Exception:  # closing is best effort
-        ws.transport.abort()
-
-
-# ------------------------------------------------------------------------------------------- emulator
-
-
-class EmulatedEndpoint:
-    """The ``evaluator-websocket`` emulator started for an adapter in emulated mode."""
-
-    def __init__(self, options: EndpointOptions, transport: str):
-        self.options = options
-        self.transport = transport
-        self.running: RunningEmulator | None = None
-
-    async def start(self) -> str:
-        from adapters.emulators.registry import start_emulator
-
-        settings, extra = split_emulator_options(self.options, forward=("brain",))
-        extra["transport"] = self.transport
-        self.running = await start_emulator("evaluator-websocket", settings, **extra)
-        return self.running.url
-
-    async def close(self) -> None:
-        if self.running is not None:
-            running, self.running = self.running, None
-            await running.close()
+        self.awaiting = False
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None

@@ -1,12 +1,17 @@
 """Wire messages of the generic endpoints: one pydantic model per message, plus type→class maps.
 
-Three protocols:
-- **evaluator** (seed 000, WebSocket): client ``evaluator.init`` → binary PCM16 frames (or a text item) →
-  ``input_audio_buffer.commit`` → ``response.create``; server answers with realtime-style events (GA and beta
-  names both accepted).
-- **pcm** (WebSocket): client JSON ``start`` → binary PCM16 → JSON ``end`` (or JSON ``text``); server sends
-  binary PCM16 and JSON ``transcript`` / ``tool_call`` / ``end`` / ``error`` control messages.
-- **http**: one JSON POST, one JSON answer.
+Three protocols, each spoken on ONE connection (or, for HTTP, one connection pool) per conversation:
+
+- **evaluator** (seeds 000/001, WebSocket): client ``evaluator.init`` once per connection (session id,
+  language, audio format, knowledge passages, instructions, history, user/tenant, declared tools), then per
+  turn binary PCM16 frames + ``input_audio_buffer.commit`` or a text item, then ``response.create``;
+  ``response.cancel`` barges in. The server answers with realtime-style events (GA and beta names accepted).
+- **pcm** (WebSocket): client JSON ``start`` once, then binary PCM16 frames continuously (the endpoint's own VAD
+  decides when the caller stopped), JSON ``text`` for a text turn, optional ``end`` / ``cancel``; the server
+  sends binary PCM16 and JSON ``transcript`` / ``tool_call`` / ``speech_started`` / ``speech_stopped`` /
+  ``end`` / ``error`` control messages.
+- **http**: one JSON request per turn carrying the conversation id, the history and the knowledge; the answer is
+  one JSON document or a ``text/event-stream`` of ``delta`` / ``audio`` / ``done`` / ``error`` events.
 
 Server models ignore unknown fields (``extra="allow"``) so an endpoint may send more than we read.
 """
@@ -23,6 +28,11 @@ class _Wire(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class HistoryEntry(_Wire):
+    role: Literal["user", "assistant"]
+    text: str
+
+
 # ------------------------------------------------------------------------------ evaluator: client → server
 
 
@@ -33,15 +43,21 @@ class AudioFormat(_Wire):
 
 
 class InitRequest(_Wire):
-    """The ``request`` of ``evaluator.init``; ``options.init_extra`` keys are merged in (e.g. ``context``)."""
+    """The ``request`` of ``evaluator.init``; ``options.init_extra`` keys are merged in (e.g. the seed's opaque
+    ``context`` mapping or an ``agentConfig`` override)."""
 
     session_id: str
     language: str | None = None
     audio_format: AudioFormat = AudioFormat()
-    transcript_hint: str | None = Field(
-        default=None,
-        description="reference text of the user audio; sent to emulators only (they have no ASR)",
-    )
+    #: knowledge passages the harness retrieved for this conversation
+    knowledge: list[str] = Field(default_factory=list)
+    instructions: str | None = None
+    #: earlier exchanges to seed the agent with
+    history: list[HistoryEntry] = Field(default_factory=list)
+    user_id: str | None = None
+    tenant_id: str | None = None
+    metadata: dict[str, str] = Field(default_factory=dict)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class EvaluatorInit(_Wire):
@@ -56,6 +72,10 @@ class InputAudioBufferCommit(_Wire):
 class ResponseCreate(_Wire):
     type: Literal["response.create"] = "response.create"
     response: dict[str, Any] | None = None
+
+
+class ResponseCancel(_Wire):
+    type: Literal["response.cancel"] = "response.cancel"
 
 
 class InputText(_Wire):
@@ -79,13 +99,6 @@ class ConversationItemCreate(_Wire):
 DEFAULT_TEXT_MESSAGE: dict[str, Any] = {
     "type": "conversation.item.create",
     "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "{text}"}]},
-}
-
-CLIENT_EVENTS: dict[str, type[BaseModel]] = {
-    "evaluator.init": EvaluatorInit,
-    "input_audio_buffer.commit": InputAudioBufferCommit,
-    "response.create": ResponseCreate,
-    "conversation.item.create": ConversationItemCreate,
 }
 
 
@@ -142,6 +155,14 @@ class InputAudioTranscriptionCompleted(_Wire):
     transcript: str = ""
 
 
+class SpeechStarted(_Wire):
+    type: Literal["input_audio_buffer.speech_started"] = "input_audio_buffer.speech_started"
+
+
+class SpeechStopped(_Wire):
+    type: Literal["input_audio_buffer.speech_stopped"] = "input_audio_buffer.speech_stopped"
+
+
 class InputTokenDetails(_Wire):
     text_tokens: int | None = None
     audio_tokens: int | None = None
@@ -163,6 +184,7 @@ class RealtimeUsage(_Wire):
 
 class ResponseBody(_Wire):
     id: str | None = None
+    #: completed, incomplete (still an answer), cancelled, failed
     status: str | None = None
     status_details: dict[str, Any] | None = None
     usage: RealtimeUsage | None = None
@@ -189,19 +211,6 @@ class ServerError(_Wire):
     error: ErrorBody
 
 
-ServerEvent = (
-    ResponseCreated
-    | OutputAudioDelta
-    | OutputAudioDone
-    | OutputTextDelta
-    | OutputTranscriptDone
-    | OutputTextDone
-    | FunctionCallArgumentsDone
-    | InputAudioTranscriptionCompleted
-    | ResponseDone
-    | ServerError
-)
-
 SERVER_EVENTS: dict[str, type[BaseModel]] = {}
 for _model in (
     ResponseCreated,
@@ -212,6 +221,8 @@ for _model in (
     OutputTextDone,
     FunctionCallArgumentsDone,
     InputAudioTranscriptionCompleted,
+    SpeechStarted,
+    SpeechStopped,
     ResponseDone,
     ServerError,
 ):
@@ -252,7 +263,10 @@ class PcmStart(_Wire):
     channels: Literal[1] = 1
     input_sample_rate: int = 24000
     output_sample_rate: int = 24000
-    transcript_hint: str | None = None
+    knowledge: list[str] = Field(default_factory=list)
+    instructions: str | None = None
+    history: list[HistoryEntry] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class PcmText(_Wire):
@@ -260,10 +274,16 @@ class PcmText(_Wire):
     text: str
 
 
+class PcmCancel(_Wire):
+    type: Literal["cancel"] = "cancel"
+
+
 class PcmEnd(_Wire):
-    """End of a turn, in either direction; the server's may carry routing labels."""
+    """End of a turn, in either direction; the server's may carry routing labels and say it was cut off."""
 
     type: Literal["end"] = "end"
+    status: Literal["completed", "interrupted"] = "completed"
+    played_ms: float | None = None
     conversational_intent: str | None = None
     target_language: str | None = None
     retrieved_context: list[str] = Field(default_factory=list)
@@ -292,11 +312,22 @@ class PcmToolCall(_Wire):
         return value
 
 
+class PcmSpeechStarted(_Wire):
+    """The endpoint's VAD heard the caller start speaking."""
+
+    type: Literal["speech_started"] = "speech_started"
+
+
+class PcmSpeechStopped(_Wire):
+    """The endpoint's VAD decided the caller stopped speaking (an answer is now due)."""
+
+    type: Literal["speech_stopped"] = "speech_stopped"
+
+
 class PcmError(_Wire):
     type: Literal["error"] = "error"
     message: str = ""
     code: str | None = None
-    retryable: bool | None = None
     retry_after_s: float | None = None
 
 
@@ -308,14 +339,18 @@ DEFAULT_PCM_START: dict[str, Any] = {
     "channels": 1,
     "input_sample_rate": "{input_sample_rate}",
     "output_sample_rate": "{output_sample_rate}",
+    "knowledge": "{context}",
+    "instructions": "{instructions}",
+    "history": "{history}",
 }
-DEFAULT_PCM_END: dict[str, Any] = {"type": "end"}
 DEFAULT_PCM_TEXT: dict[str, Any] = {"type": "text", "text": "{text}"}
+DEFAULT_PCM_CANCEL: dict[str, Any] = {"type": "cancel"}
 
-PCM_CLIENT_MESSAGES: dict[str, type[BaseModel]] = {"start": PcmStart, "text": PcmText, "end": PcmEnd}
 PCM_SERVER_MESSAGES: dict[str, type[BaseModel]] = {
     "transcript": PcmTranscript,
     "tool_call": PcmToolCall,
+    "speech_started": PcmSpeechStarted,
+    "speech_stopped": PcmSpeechStopped,
     "end": PcmEnd,
     "error": PcmError,
 }
@@ -325,15 +360,21 @@ PCM_SERVER_MESSAGES: dict[str, type[BaseModel]] = {
 
 
 class HttpTurnRequest(_Wire):
-    """The default request body (the adapter's ``body`` template)."""
+    """The default request body (the adapter's ``body`` template): stateless HTTP carries the conversation."""
 
     text: str
     language: str | None = None
     session_id: str
-    audio: bool = Field(default=False, description="ask the emulator to include base64 PCM16 in the answer")
+    history: list[HistoryEntry] = Field(default_factory=list)
+    context: list[str] = Field(default_factory=list)
+    instructions: str | None = None
+    stream: bool = Field(default=False, description="answer as a text/event-stream")
+    audio: bool = Field(default=False, description="include base64 PCM16 audio in the answer")
 
 
 class HttpTurnResponse(_Wire):
+    """The JSON answer, and the payload of the stream's ``done`` event."""
+
     answer: str
     conversational_intent: str | None = None
     target_language: str | None = None
@@ -342,22 +383,30 @@ class HttpTurnResponse(_Wire):
     audio_b64: str | None = None
 
 
+class HttpDelta(_Wire):
+    """``event: delta`` of a streamed answer."""
+
+    delta: str
+
+
+class HttpAudioChunk(_Wire):
+    """``event: audio`` of a streamed answer (base64 PCM16)."""
+
+    audio_b64: str
+
+
 class HttpError(_Wire):
+    """An error body (HTTP status ≥ 400) or ``event: error`` payload."""
+
     error: ErrorBody
 
 
-DEFAULT_HTTP_BODY: dict[str, Any] = {"text": "{text}", "language": "{language}", "session_id": "{session_id}"}
-
-
-# ------------------------------------------------------------------------------------ emulator side channel
-
-
-class StampsReport(_Wire):
-    """``GET /stamps`` on the emulator: its send stamps (``time.monotonic()`` of the emulator process, which
-    on Linux is the same clock as every other process's), keyed by turn key (session id, ``<session>#<n>``
-    for later turns of a session)."""
-
-    clock: Literal["time.monotonic"] = "time.monotonic"
-    first_text: dict[str, float] = Field(default_factory=dict)
-    first_audio: dict[str, float] = Field(default_factory=dict)
-    scheduled_first_audio: dict[str, float] = Field(default_factory=dict)
+DEFAULT_HTTP_BODY: dict[str, Any] = {
+    "text": "{text}",
+    "language": "{language}",
+    "session_id": "{session_id}",
+    "history": "{history}",
+    "context": "{context}",
+    "instructions": "{instructions}",
+    "stream": "{stream}",
+}

@@ -6,8 +6,12 @@ the beta interface). GA renamed ``response.audio.*`` → ``response.output_audio
 ``response.audio_transcript.*`` → ``response.output_audio_transcript.*`` and ``response.text.*`` →
 ``response.output_text.*``, and replaced the beta ``conversation.item.created`` by ``conversation.item.added``
 + ``conversation.item.done``. A model whose ``type`` literal lists two names accepts both; ``SERVER_EVENTS``
-maps every wire name to its model, and ``wire_name`` gives the name to emit for either interface. Models allow
-extra fields so that a newer server never breaks a turn.
+maps every wire name to its model, and ``wire_name`` gives the name to emit for either interface.
+
+The server models are at least as lenient as the SDK's own types: they allow extra fields, every field the SDK
+makes optional is optional here, and enumerations the SDK may grow (item types, statuses, reasons) are plain
+strings, so a frame the SDK accepts never fails a conversation as malformed. Unknown event types parse as
+``UnknownServerEvent``.
 """
 
 from __future__ import annotations
@@ -63,20 +67,22 @@ class ContentPart(WireModel):
     """A content part of an item: input_text / input_audio (user), output_text / output_audio (GA assistant),
     text / audio (beta assistant and content-part events)."""
 
-    type: str
+    type: str | None = None
     text: str | None = None
     audio: str | None = None
     transcript: str | None = None
 
 
 class ConversationItem(WireModel):
-    """A conversation item: ``message``, ``function_call`` or ``function_call_output``."""
+    """A conversation item: ``message``, ``function_call``, ``function_call_output`` or any other item type the
+    server knows (``mcp_call``, ``mcp_list_tools``, approvals …), whose extra fields are kept."""
 
     id: str | None = None
-    object: Literal["realtime.item"] | None = "realtime.item"
-    type: Literal["message", "function_call", "function_call_output"]
-    status: Literal["completed", "incomplete", "in_progress"] | None = None
-    role: Literal["user", "assistant", "system"] | None = None
+    object: str | None = "realtime.item"
+    #: required by the GA types, optional in the beta ones
+    type: str | None = None
+    status: str | None = None
+    role: str | None = None
     content: list[ContentPart] | None = None
     call_id: str | None = None
     name: str | None = None
@@ -106,8 +112,11 @@ class ResponseUsage(WireModel):
 
 
 class ErrorDetail(WireModel):
-    type: str
-    message: str
+    """The ``error`` object of an ``error`` event or of a failed response's ``status_details`` (where the SDK
+    makes every field optional)."""
+
+    type: str | None = None
+    message: str | None = None
     code: str | None = None
     param: str | None = None
     event_id: str | None = None
@@ -121,16 +130,29 @@ class ResponseStatusDetails(WireModel):
 
 class RealtimeResponse(WireModel):
     id: str | None = None
-    object: Literal["realtime.response"] | None = "realtime.response"
-    status: Literal["completed", "cancelled", "failed", "incomplete", "in_progress"] | None = None
+    object: str | None = "realtime.response"
+    #: completed, cancelled, failed, incomplete or in_progress
+    status: str | None = None
     status_details: ResponseStatusDetails | None = None
     output: list[ConversationItem] | None = None
     usage: ResponseUsage | None = None
     conversation_id: str | None = None
 
 
+class TranscriptionUsage(WireModel):
+    """``usage`` of an input transcription: token-billed (``type: tokens``) or duration-billed
+    (``type: duration``, ``seconds``), billed at the transcription model's price."""
+
+    type: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    input_token_details: InputTokenDetails | None = None
+    seconds: float | None = None
+
+
 class RateLimit(WireModel):
-    name: Literal["requests", "tokens"] | None = None
+    name: str | None = None
     limit: int | None = None
     remaining: int | None = None
     reset_seconds: float | None = None
@@ -177,6 +199,20 @@ class ResponseCancel(ClientEvent):
     response_id: str | None = None
 
 
+class ConversationItemTruncate(ClientEvent):
+    """Cut an assistant audio item at what the caller actually heard (the server drops the unheard transcript)."""
+
+    type: Literal["conversation.item.truncate"] = "conversation.item.truncate"
+    item_id: str
+    content_index: int = 0
+    audio_end_ms: int = Field(ge=0)
+
+
+class ConversationItemDelete(ClientEvent):
+    type: Literal["conversation.item.delete"] = "conversation.item.delete"
+    item_id: str
+
+
 CLIENT_EVENT_MODELS: tuple[type[ClientEvent], ...] = (
     SessionUpdate,
     ConversationItemCreate,
@@ -185,6 +221,8 @@ CLIENT_EVENT_MODELS: tuple[type[ClientEvent], ...] = (
     InputAudioBufferClear,
     ResponseCreate,
     ResponseCancel,
+    ConversationItemTruncate,
+    ConversationItemDelete,
 )
 
 
@@ -222,6 +260,18 @@ class ConversationItemDone(ServerEvent):
     previous_item_id: str | None = None
 
 
+class ConversationItemTruncated(ServerEvent):
+    type: Literal["conversation.item.truncated"] = "conversation.item.truncated"
+    item_id: str
+    content_index: int = 0
+    audio_end_ms: int = 0
+
+
+class ConversationItemDeleted(ServerEvent):
+    type: Literal["conversation.item.deleted"] = "conversation.item.deleted"
+    item_id: str
+
+
 class InputAudioBufferCommitted(ServerEvent):
     type: Literal["input_audio_buffer.committed"] = "input_audio_buffer.committed"
     item_id: str
@@ -251,7 +301,17 @@ class InputAudioTranscriptionCompleted(ServerEvent):
     item_id: str
     content_index: int = 0
     transcript: str
-    usage: dict[str, Any] | None = None
+    #: required by the SDK; optional here so an older server's frame still parses
+    usage: TranscriptionUsage | None = None
+
+
+class InputAudioTranscriptionFailed(ServerEvent):
+    type: Literal["conversation.item.input_audio_transcription.failed"] = (
+        "conversation.item.input_audio_transcription.failed"
+    )
+    item_id: str
+    content_index: int = 0
+    error: ErrorDetail | None = None
 
 
 class ResponseCreated(ServerEvent):
@@ -343,7 +403,8 @@ class ResponseFunctionCallArgumentsDone(ServerEvent):
     item_id: str
     output_index: int = 0
     call_id: str
-    name: str
+    #: GA only: the beta event carries no name (it is on the function-call item)
+    name: str | None = None
     arguments: str
 
 
@@ -365,11 +426,14 @@ SERVER_EVENT_MODELS: tuple[type[ServerEvent], ...] = (
     SessionUpdated,
     ConversationItemAdded,
     ConversationItemDone,
+    ConversationItemTruncated,
+    ConversationItemDeleted,
     InputAudioBufferCommitted,
     InputAudioBufferCleared,
     InputAudioBufferSpeechStarted,
     InputAudioBufferSpeechStopped,
     InputAudioTranscriptionCompleted,
+    InputAudioTranscriptionFailed,
     ResponseCreated,
     ResponseDone,
     ResponseOutputItemAdded,

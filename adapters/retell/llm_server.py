@@ -47,6 +47,15 @@ class CallRecord:
     answer: str | None = None
     error: str | None = None
     responses: int = 0
+    #: earlier exchanges of a restarted conversation ({"role": "user"|"assistant", "content": …}), told by the
+    #: adapter: Retell's transcript starts empty, so the server puts them before it
+    history: list[dict[str, str]] = field(default_factory=list)
+
+    def clear_response(self) -> None:
+        """Forget the previous response's labels and error before the next one is asked for."""
+        self.labels = None
+        self.answer = None
+        self.error = None
 
 
 def labels_from_metadata(metadata: Any) -> dict[str, Any] | None:
@@ -107,9 +116,11 @@ class RetellLlmServer:
         conversation_id: str | None = None,
         user_id: str | None = None,
         tenant_id: str | None = None,
+        history: list[dict[str, str]] | None = None,
     ) -> CallRecord:
-        """Tell the server about a call before Retell connects (its language, our ids)."""
+        """Tell the server about a call before Retell connects (its language, our ids, seeded history)."""
         record = self.records.setdefault(call_id, CallRecord(call_id))
+        record.history = list(history or record.history)
         record.language = language or record.language
         record.conversation_id = conversation_id or record.conversation_id
         record.user_id = user_id or record.user_id
@@ -212,7 +223,7 @@ class RetellLlmServer:
     ) -> None:
         response_id = event.response_id
         last_user = max(i for i, u in enumerate(event.transcript) if u.role == "user")
-        history = [
+        history = list(record.history) + [
             {"role": "assistant" if u.role == "agent" else "user", "content": u.content}
             for u in event.transcript[:last_user]
             if u.role in ("agent", "user")

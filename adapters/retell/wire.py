@@ -1,4 +1,4 @@
-"""Retell wire formats: the custom-LLM WebSocket, the web-call event stream, and the REST call/chat objects.
+"""Retell wire formats: the custom-LLM WebSocket, a web call's data packets, dynamic variables, REST objects.
 
 Sources (retell-sdk 6.2 has REST types only, no custom-LLM socket types):
 - custom-LLM socket: Retell's "LLM WebSocket" API reference (``interaction_type`` Retell→server:
@@ -6,11 +6,12 @@ Sources (retell-sdk 6.2 has REST types only, no custom-LLM socket types):
   ``response_type`` server→Retell: ``config``, ``update_agent``, ``ping_pong``, ``response``,
   ``agent_interrupt``, ``tool_call_invocation``, ``tool_call_result``, ``metadata``) and
   RetellAI/retell-custom-llm-python-demo ``custom_types.py``;
-- web-call events: RetellAI/retell-client-js-sdk ``src/types.ts`` / ``session/events.ts`` (data-channel
-  ``event_type`` ``update`` {transcript, turntaking}, ``metadata`` {metadata}, ``agent_start_talking``,
-  ``agent_stop_talking``) and ``src/audioWsClient.ts`` (raw PCM16 binary frames, the string ``clear``);
+- web call: RetellAI/retell-client-js-sdk ``src/livekit-transport.ts`` (the caller joins the LiveKit room with
+  the ``access_token`` of ``create-web-call``, publishes its microphone, plays the track ``agent_audio`` and
+  reads JSON data packets from the participant ``server``) and ``src/index.ts`` (``event_type`` ``update``
+  {transcript}, ``metadata`` {metadata}, ``agent_start_talking``, ``agent_stop_talking``, ``node_transition``);
 - REST: retell-sdk ``types/web_call_response.py`` (``latency.*.{p50,p90,p95,p99,min,max,num,values}`` in ms,
-  ``call_cost`` in CENTS) and ``types/chat_response.py``.
+  ``call_cost`` in CENTS), ``types/chat_response.py`` and ``types/chat_create_chat_completion_response.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 LLM_WEBSOCKET_PATH = "/llm-websocket"
-AUDIO_WEBSOCKET_PATH = "/audio-websocket"
 
 
 class MalformedFrame(ValueError):
@@ -160,16 +160,20 @@ LLM_RESPONSES: dict[str, type[Wire]] = {
 }
 
 
-# --------------------------------------------------------------------------- web call: Retell → frontend
+# --------------------------------------------------------------------------- web call: data packets to the caller
 
 
 class UpdateEvent(Wire):
+    """The call's transcript so far (every utterance, growing as ASR and the agent's text go on)."""
+
     event_type: Literal["update"] = "update"
     transcript: list[Utterance] = Field(default_factory=list)
     turntaking: str | None = None
 
 
 class MetadataEvent(Wire):
+    """A custom LLM's ``metadata`` response, forwarded to the web client."""
+
     event_type: Literal["metadata"] = "metadata"
     metadata: Any = None
 
@@ -183,13 +187,13 @@ class AgentStopTalkingEvent(Wire):
 
 
 class UnknownEvent(Wire):
+    """An event type the harness does not use (e.g. ``node_transition``)."""
+
     event_type: str = "unknown"
 
 
-#: text frame the audio websocket sends when the user barges in (flush queued agent audio)
-CLEAR_FRAME = "clear"
-
-FRONTEND_EVENTS: dict[str, type[Wire]] = {
+#: JSON data packets the participant ``server`` sends in a web call's room (retell-client-js-sdk ``index.ts``)
+CALL_EVENTS: dict[str, type[Wire]] = {
     "update": UpdateEvent,
     "metadata": MetadataEvent,
     "agent_start_talking": AgentStartTalkingEvent,
@@ -197,23 +201,41 @@ FRONTEND_EVENTS: dict[str, type[Wire]] = {
 }
 
 
-# --------------------------------------------------------------------------- web call: frontend → emulator
+# --------------------------------------------------------------------------- dynamic variables
 
 
-class BenchUserText(Wire):
-    """Emulator-only stand-in for the caller's speech (the emulator has no speech recogniser).
-
-    ``final=True`` makes it the user's utterance right away (text turns); ``final=False`` only tells the
-    emulator what the PCM audio that follows says, and the turn starts when its endpointer hears the caller
-    stop.
-    """
-
-    event_type: Literal["bench_user_text"] = "bench_user_text"
-    content: str
-    final: bool = True
+#: ``retell_llm_dynamic_variables`` the adapter sets on every chat and web call. A Retell LLM's prompt uses them
+#: as ``{{language}}``, ``{{knowledge}}`` and ``{{conversation_history}}``; our custom LLM reads the language.
+LANGUAGE_VARIABLE = "language"
+KNOWLEDGE_VARIABLE = "knowledge"
+HISTORY_VARIABLE = "conversation_history"
+#: between two passages in the ``knowledge`` variable
+PASSAGE_SEPARATOR = "\n\n---\n\n"
+_HISTORY_LINE = {"user": "User", "assistant": "Agent"}
 
 
-FRONTEND_REQUESTS: dict[str, type[Wire]] = {"bench_user_text": BenchUserText}
+def knowledge_text(passages: list[str]) -> str:
+    return PASSAGE_SEPARATOR.join(p.strip() for p in passages if p.strip())
+
+
+def knowledge_passages(text: str | None) -> list[str]:
+    return [p for p in (text or "").split(PASSAGE_SEPARATOR) if p.strip()]
+
+
+def history_text(turns: list[tuple[str, str]]) -> str:
+    """``User: …`` / ``Agent: …`` lines for (role, text) pairs with role ``user`` or ``assistant``."""
+    return "\n".join(f"{_HISTORY_LINE[role]}: {' '.join(text.split())}" for role, text in turns)
+
+
+def history_turns(text: str | None) -> list[tuple[str, str]]:
+    """The (role, text) pairs of a ``conversation_history`` variable."""
+    roles = {label: role for role, label in _HISTORY_LINE.items()}
+    turns: list[tuple[str, str]] = []
+    for line in (text or "").splitlines():
+        label, sep, said = line.partition(": ")
+        if sep and label in roles:
+            turns.append((roles[label], said))
+    return turns
 
 
 # --------------------------------------------------------------------------- REST objects (the parts we read)
@@ -366,10 +388,6 @@ def parse_llm_response(data: str | bytes | dict[str, Any]) -> Wire:
     return _parse(data, "response_type", LLM_RESPONSES)
 
 
-def parse_frontend_event(data: str | bytes | dict[str, Any]) -> Wire:
-    """A web-call event sent to the frontend (by ``event_type``); unknown event types are tolerated."""
-    return _parse(data, "event_type", FRONTEND_EVENTS, unknown=UnknownEvent)
-
-
-def parse_frontend_request(data: str | bytes | dict[str, Any]) -> Wire:
-    return _parse(data, "event_type", FRONTEND_REQUESTS)
+def parse_call_event(data: str | bytes | dict[str, Any]) -> Wire:
+    """A web call's data packet (by ``event_type``); unknown event types are tolerated."""
+    return _parse(data, "event_type", CALL_EVENTS, unknown=UnknownEvent)

@@ -49,12 +49,15 @@ class ConversationUpdate(VapiModel):
 
 
 class ModelOutput(VapiModel):
-    """One model token. The SDK types ``output`` as an object ("a token or tool call"); the emulator sends the
-    token string, and a dict with ``content`` / ``token`` / ``text`` is accepted (UNVERIFIED which one Vapi
-    sends)."""
+    """Model output as it streams. The SDK types ``output`` as an object ("a token or tool call",
+    ``vapi/types/client_message_model_output.py``); which keys carry the token is not documented, so a plain string
+    and an object with ``content`` / ``token`` / ``text`` (or an OpenAI-style ``delta.content``) are all read as
+    text, and an object without one (a tool-call fragment) as no text. ``turnId`` (newer API versions) groups the
+    tokens of one LLM turn."""
 
     type: Literal["model-output"] = "model-output"
     output: str | dict[str, Any]
+    turn_id: str | None = None
     timestamp: float | None = None
 
     def token(self) -> str:
@@ -64,6 +67,9 @@ class ModelOutput(VapiModel):
             value = self.output.get(key)
             if isinstance(value, str):
                 return value
+        delta = self.output.get("delta")
+        if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+            return delta["content"]
         return ""
 
 
@@ -196,9 +202,19 @@ class OpenAiMessage(VapiModel):
 
 
 class AddMessage(VapiModel):
+    """Add a message to the conversation; a user message with ``triggerResponseEnabled`` asks for a response, a
+    system message changes the agent's instructions mid-call."""
+
     type: Literal["add-message"] = "add-message"
     message: OpenAiMessage
     trigger_response_enabled: bool = True
+
+
+class Control(VapiModel):
+    """``mute-assistant`` / ``unmute-assistant`` (the assistant stops / resumes speaking), ``mute-customer``, …"""
+
+    type: Literal["control"] = "control"
+    control: str
 
 
 class Hangup(VapiModel):
@@ -209,15 +225,17 @@ class EndCall(VapiModel):
     type: Literal["end-call"] = "end-call"
 
 
-ControlMessage = AddMessage | Hangup | EndCall
-CONTROL_MESSAGE_TYPES: dict[str, type[VapiModel]] = {
+InboundMessage = AddMessage | Control | Hangup | EndCall
+INBOUND_MESSAGE_TYPES: dict[str, type[VapiModel]] = {
     "add-message": AddMessage,
+    "control": Control,
     "hangup": Hangup,
     "end-call": EndCall,
 }
 
 
-def parse_control_message(text: str) -> ControlMessage | UnknownMessage:
+def parse_control_message(text: str) -> InboundMessage | UnknownMessage:
+    """One JSON text frame the client sent on the call transport (flat, or the SDK's ``{"message": {...}}``)."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -226,7 +244,7 @@ def parse_control_message(text: str) -> ControlMessage | UnknownMessage:
         data = data["message"]
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
         raise MalformedMessage("control frame has no 'type'")
-    model = CONTROL_MESSAGE_TYPES.get(data["type"], UnknownMessage)
+    model = INBOUND_MESSAGE_TYPES.get(data["type"], UnknownMessage)
     try:
         return model.model_validate(data)  # type: ignore[return-value]
     except ValidationError as exc:
@@ -242,6 +260,7 @@ class CustomLlmModelSpec(VapiModel):
     model: str = "inhouse-orchestrator"
     messages: list[dict[str, Any]] | None = None
     tools: list[dict[str, Any]] | None = None
+    headers: dict[str, str] | None = None
     metadata_send_mode: str | None = None
     timeout_seconds: float | None = None
 
@@ -359,6 +378,8 @@ class ChatRecord(VapiModel):
     updated_at: str
     assistant_id: str | None = None
     name: str | None = None
+    session_id: str | None = None
+    previous_chat_id: str | None = None
     input: str | list[dict[str, Any]] | None = None
     messages: list[dict[str, Any]] | None = None
     output: list[dict[str, Any]] | None = None
@@ -388,16 +409,6 @@ class CreateChatRequest(VapiModel):
     stream: bool | None = None
     session_id: str | None = None
     previous_chat_id: str | None = None
-
-
-class ChatStreamEvent(VapiModel):
-    """One SSE event of a streamed chat (``CreateChatStreamResponse``: ``id``, ``sessionId``, ``path``,
-    ``delta``)."""
-
-    id: str
-    session_id: str | None = None
-    path: str
-    delta: str
 
 
 # --- server-URL webhooks ------------------------------------------------------------------------

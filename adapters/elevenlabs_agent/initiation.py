@@ -1,0 +1,63 @@
+"""What the adapter tells an ElevenLabs agent about a conversation, once at its start and between turns.
+
+* ``conversation_initiation_client_data`` (sent once, first): the prompt override with the session's knowledge
+  passages (``spec.context``) in the standard voice-agent instructions (``adapters.prompts``), an empty first
+  message (the caller speaks first), the session language, ``text_only`` when configured, the dynamic variables
+  and the user id. The agent's security settings must allow each override that is sent (``override_*`` options).
+* ``contextual_update`` (non-interrupting, between turns): new passages from ``update_context``, and, at the
+  start, the earlier exchanges of ``spec.history`` — ElevenLabs has no way to seed a conversation's history, so
+  they are given to the agent as context lines ``Caller: …`` / ``Agent: …``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapters.elevenlabs_agent import wire
+from adapters.prompts import VOICE_AGENT_INSTRUCTIONS
+from bench.protocol import ContextUpdate, HistoryMessage
+
+NO_PASSAGES = "(no passages retrieved)"
+KNOWLEDGE_HEADING = "Hospital information:"
+UPDATE_HEADING = "Updated hospital information for your next answers:"
+HISTORY_HEADING = "Earlier in this conversation:"
+HISTORY_ROLES = {"user": "Caller", "assistant": "Agent"}
+
+
+def passages_text(passages: list[str]) -> str:
+    return "\n\n".join(p.strip() for p in passages if p.strip()) or NO_PASSAGES
+
+
+def agent_prompt(passages: list[str], instructions: str | None = None) -> str:
+    """The system prompt: the voice-agent instructions (or ``instructions``) with the passages in context."""
+    if instructions is None:
+        return VOICE_AGENT_INSTRUCTIONS.format(context=passages_text(passages))
+    return f"{instructions.rstrip()}\n\n{KNOWLEDGE_HEADING}\n{passages_text(passages)}\n"
+
+
+def context_update_text(update: ContextUpdate) -> str:
+    parts = [update.instructions.strip()] if update.instructions else []
+    parts.append(f"{UPDATE_HEADING}\n{passages_text(update.passages)}")
+    return "\n\n".join(parts)
+
+
+def history_text(history: list[HistoryMessage]) -> str:
+    lines = [f"{HISTORY_ROLES[message.role]}: {' '.join(message.text.split())}" for message in history]
+    return "\n".join([HISTORY_HEADING, *lines])
+
+
+def build_initiation(*, prompt: str | None, language: str | None, empty_first_message: bool, text_only: bool,
+                     dynamic_variables: dict[str, Any], user_id: str | None) -> wire.ConversationInitiationClientData:
+    """``conversation_initiation_client_data`` with only the overrides asked for."""
+    agent: dict[str, Any] = {}
+    if prompt is not None:
+        agent["prompt"] = {"prompt": prompt}
+    if empty_first_message:
+        agent["first_message"] = ""
+    if language is not None:
+        agent["language"] = language
+    override: dict[str, Any] = {"agent": agent} if agent else {}
+    if text_only:
+        override["conversation"] = {"text_only": True}
+    return wire.ConversationInitiationClientData(conversation_config_override=override,
+                                                 dynamic_variables=dict(dynamic_variables), user_id=user_id)

@@ -1,0 +1,337 @@
+"""The local scheduler: runs every (system, golden entry, trial) conversation under per-system limits.
+
+A conversation is an independent unit of work (``GoldenUnit`` in, ``ConversationRecord`` out), so a distributed
+executor can run the same unit elsewhere. Systems are interleaved — every system's conversations are in flight at
+once, each system held to its own concurrency — instead of one system after another. Retries are per
+conversation: a retryable failure restarts the conversation on a new connection (attempt + 1), backing off
+exponentially or as long as the vendor's Retry-After asks. Finished conversations go to the store writer thread;
+every conversation is recorded exactly once, succeeded or failed with its normalized code and reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tqdm import tqdm
+
+from bench import __version__
+from bench.audio.recorder import DuplexRecorder
+from bench.config import RunConfig, SystemConfig
+from bench.dataset import GoldenEntry, GoldenSet
+from bench.engine.clock import EventTap, Stamped, now
+from bench.engine.conversation import Exchange, audio_exchange, fold, hang_up, text_exchange
+from bench.engine.launch import LaunchedSystem, launch
+from bench.engine.registry import create_adapter
+from bench.errors import ConfigError
+from bench.protocol import AdapterError, AudioDelta, ErrorCode, TextDelta
+from bench.protocol.redact import redact
+from bench.records import TurnRecord
+from bench.store import ConversationRecord, RunInfo, Store, StoreWriter, SystemInfo
+from bench.store.sqlite import StoredEvent
+from bench.store.writer import PendingArtifact
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    recorded: int
+    execution_failures: int
+    skipped_as_done: int
+    failures_by_system: dict[str, int]
+
+
+@dataclass(frozen=True)
+class GoldenUnit:
+    """One golden question as a one-exchange conversation of one system in one trial."""
+
+    system_id: str
+    entry: GoldenEntry
+    trial: int
+
+    @property
+    def conversation_id(self) -> str:
+        return self.entry.id
+
+
+@dataclass
+class RunContext:
+    """What every conversation of a run shares."""
+
+    run_id: str
+    input_mode: str
+    context: dict[str, list[str]] = field(default_factory=dict)
+    speech: dict[str, bytes] = field(default_factory=dict)
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+def required_capabilities(input_mode: str) -> list[str]:
+    return ["audio_input"] if input_mode == "audio" else ["text_input"]
+
+
+def build_adapters(config: RunConfig, input_mode: str = "text") -> dict[str, Any]:
+    """Create every adapter up front and check it can do what the run needs (configuration errors, exit 2, happen
+    before any conversation starts)."""
+    adapters: dict[str, Any] = {}
+    for system in config.systems:
+        adapter = create_adapter(system)
+        if not hasattr(adapter, "open_session"):
+            raise ConfigError(f"system {system.id!r}: adapter {system.adapter!r} does not implement sessions")
+        missing = adapter.capabilities.missing(required_capabilities(input_mode))
+        if missing:
+            raise ConfigError(f"system {system.id!r}: a --input {input_mode} run needs {', '.join(missing)}, "
+                              f"which adapter {system.adapter!r} does not provide as configured")
+        adapters[system.id] = adapter
+    return adapters
+
+
+def system_info(system: SystemConfig, adapter: Any) -> SystemInfo:
+    label = system.id + (" (EMULATED)" if system.mode == "emulated" else "")
+    return SystemInfo(id=system.id, adapter=system.adapter, mode=system.mode, role=system.role, label=label,
+                      details={"concurrency": system.concurrency, "timeout_s": system.timeout_s,
+                               "capabilities": adapter.capabilities.model_dump(), "options": system.options})
+
+
+def _stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:
+    events = []
+    for item in stamps:
+        event = item.event
+        if isinstance(event, AudioDelta):
+            detail: dict[str, Any] = {"bytes": len(event.pcm16), "sample_rate": event.sample_rate}
+        elif isinstance(event, TextDelta):
+            detail = {"text": event.text}
+        else:
+            detail = event.model_dump(mode="json", exclude={"type", "seq", "response_id"})
+        events.append(StoredEvent(seq=event.seq, t_ms=round((item.t - origin) * 1000.0, 3), type=event.type,
+                                  response_id=event.response_id, detail=detail))
+    return events
+
+
+class _Attempt:
+    """One try of a golden conversation: open, one exchange, hang up."""
+
+    def __init__(self, launched: LaunchedSystem, unit: GoldenUnit, ctx: RunContext, attempt: int):
+        self.launched = launched
+        self.unit = unit
+        self.ctx = ctx
+        self.attempt = attempt
+        self.stamps: list[Stamped] = []
+        self.origin = now()
+        self.recorder: DuplexRecorder | None = None
+
+    async def run(self) -> tuple[Exchange, list[Stamped]]:
+        system, entry = self.launched.config, self.unit.entry
+        spec = self.launched.session_spec(
+            run_id=self.ctx.run_id, conversation_id=self.unit.conversation_id, attempt=self.attempt,
+            language=entry.language, input_mode=self.ctx.input_mode, context=self.ctx.context.get(entry.id, []),
+            idle_timeout_s=min(15.0, system.timeout_s / 2),
+        )
+        try:
+            async with asyncio.timeout(system.timeout_s):
+                session = await self.launched.adapter.open_session(spec)
+                tap = EventTap(session.events()).start()
+                self.stamps = tap.stamped
+                try:
+                    if self.ctx.input_mode == "audio":
+                        self.recorder = DuplexRecorder(origin=now())
+                        self.launched.expect_utterance(spec, entry.phone_question)
+                        exchange = await audio_exchange(session, tap, self.ctx.speech[entry.id], self.recorder,
+                                                        line_open=session.capabilities.server_vad)
+                    else:
+                        exchange = await text_exchange(session, tap, entry.phone_question)
+                finally:
+                    late = await hang_up(session, tap)
+            return exchange, late
+        except TimeoutError:
+            raise AdapterError(f"no response within {system.timeout_s:g} s", code=ErrorCode.TIMEOUT) from None
+        finally:
+            self.launched.release(spec)
+
+
+def _backoff(system: SystemConfig):
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, AdapterError) and exc.retry_after_s is not None:
+            return min(exc.retry_after_s, 60.0)
+        delay = system.retry.initial_backoff_s * (2 ** (state.attempt_number - 1))
+        return min(delay, system.retry.max_backoff_s)
+
+    return wait
+
+
+async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
+                                  ctx: RunContext) -> tuple[ConversationRecord, list[PendingArtifact]]:
+    """Run one golden conversation with retries; always returns a record (succeeded or failed)."""
+    system = launched.config
+    started_at = _now_iso()
+    attempts = 0
+    last: _Attempt | None = None
+    failure: tuple[str, str] | None = None
+    exchange: Exchange | None = None
+    late: list[Stamped] = []
+    try:
+        async for retrying in AsyncRetrying(retry=retry_if_exception(lambda e: isinstance(e, AdapterError)
+                                                                     and e.retryable),
+                                            stop=stop_after_attempt(system.retry.max_attempts),
+                                            wait=_backoff(system), reraise=True):
+            with retrying:
+                last = _Attempt(launched, unit, ctx, attempts)
+                attempts += 1
+                exchange, late = await last.run()
+    except AdapterError as exc:
+        kind = "retryable" if exc.retryable else "not retryable"
+        failure = (str(exc.code), f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
+    except Exception as exc:  # an adapter bug must not lose the conversation or the run
+        failure = (str(ErrorCode.INTERNAL), f"unexpected {type(exc).__name__}: {exc}")
+    key = dict(run_id=ctx.run_id, system_id=system.id, entry_id=unit.entry.id, trial=unit.trial,
+               conversation_id=unit.conversation_id, input_mode=ctx.input_mode, started_at=started_at)
+    artifacts: list[PendingArtifact] = []
+    if failure is None and exchange is not None:
+        turn = TurnRecord(status="succeeded", attempts=attempts, **key, **{
+            k: v for k, v in fold(exchange, late).items() if k != "input_mode"})
+        if last is not None and last.recorder is not None:
+            artifacts.append(PendingArtifact("audio", last.recorder.wav, "audio/wav"))
+    else:
+        code, reason = failure or (str(ErrorCode.INTERNAL), "no outcome")
+        turn = TurnRecord(status="failed", failure_code=code, failure_reason=redact(reason),
+                          attempts=max(attempts, 1), **key)
+    record = ConversationRecord(
+        run_id=ctx.run_id, system_id=system.id, conversation_id=unit.conversation_id, trial=unit.trial,
+        status=turn.status, attempts=turn.attempts, failure_code=turn.failure_code,
+        failure_reason=turn.failure_reason, started_at=started_at, finished_at=_now_iso(), turns=[turn],
+        events=_stored_events(last.stamps if last else [], last.origin if last else 0.0),
+    )
+    return record, artifacts
+
+
+def _interleave(per_system: dict[str, list[GoldenUnit]]) -> list[GoldenUnit]:
+    """Round-robin across systems so that every system's work is in flight from the start."""
+    queues = [list(units) for units in per_system.values()]
+    order: list[GoldenUnit] = []
+    while any(queues):
+        for units in queues:
+            if units:
+                order.append(units.pop(0))
+    return order
+
+
+async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str, run_id: str,
+                          synthesizer: Any | None) -> RunContext:
+    """Retrieval once per question (the same passages for every system) and, for audio, the caller's speech."""
+    from bench.knowledge import load_knowledge_base
+
+    ctx = RunContext(run_id=run_id, input_mode=input_mode)
+    kb = load_knowledge_base()
+    for entry in golden.entries:
+        passages = kb.search(entry.phone_question, k=config.context_top_k, language=entry.language)
+        ctx.context[entry.id] = [p.document.body for p in passages]
+    if input_mode == "audio":
+        from bench.audio.speech import SpeechSynthesizer
+
+        synth = synthesizer or SpeechSynthesizer()
+
+        def render() -> dict[str, bytes]:
+            return {e.id: synth.pcm(e.phone_question, e.language) for e in golden.entries}
+
+        ctx.speech = await asyncio.to_thread(render)
+    return ctx
+
+
+async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, run_id: str | None = None,
+                        resume: bool = False, progress: bool = True, adapters: dict[str, Any] | None = None,
+                        input_mode: str = "text", reports_dir: Path | None = None,
+                        synthesizer: Any | None = None, answerer: Any | None = None) -> RunOutcome:
+    """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``."""
+    adapters = adapters if adapters is not None else build_adapters(config, input_mode)
+    if resume:
+        if run_id is None:
+            raise ConfigError("--resume needs a run id")
+        existing = store.get_run(run_id)
+        if existing.dataset_sha256 != golden.sha256:
+            raise ConfigError(f"run {run_id}: dataset changed since the run started "
+                              f"({existing.dataset_sha256[:12]} != {golden.sha256[:12]}); start a new run")
+        input_mode = existing.config.get("input_mode", input_mode)
+        done = store.completed_keys(run_id)
+    else:
+        run_id = run_id or new_run_id()
+        done = set()
+    launched: dict[str, LaunchedSystem] = {}
+    try:
+        for system in config.systems:  # emulator settings errors are exit 2, before the run is recorded
+            launched[system.id] = await launch(system, adapters[system.id], answerer=answerer)
+        ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer)
+        if not resume:
+            store.create_run(RunInfo(
+                run_id=run_id, created_at=_now_iso(), finished_at=None, status="running",
+                dataset_path=golden.path, dataset_sha256=golden.sha256, trials=config.trials,
+                systems=[system_info(s, adapters[s.id]) for s in config.systems],
+                config={**config.model_dump(mode="json"), "input_mode": input_mode}, harness_version=__version__,
+            ))
+        per_system = {s.id: [GoldenUnit(s.id, entry, trial) for trial in range(config.trials)
+                             for entry in golden.entries if (s.id, entry.id, trial) not in done]
+                      for s in config.systems}
+        skipped = len(config.systems) * len(golden.entries) * config.trials - sum(map(len, per_system.values()))
+        failures = {s.id: 0 for s in config.systems}
+        bar = tqdm(total=sum(map(len, per_system.values())), unit="conversation", file=sys.stderr,
+                   disable=not progress, mininterval=1.0, desc="golden")
+
+        recorded = 0
+
+        def written(record: ConversationRecord) -> None:
+            nonlocal recorded
+            recorded += 1
+            bar.update(1)
+
+        writer = StoreWriter(store, reports_dir, on_written=written)
+        for system in config.systems:
+            try:
+                await launched[system.id].start()
+            except Exception as exc:  # a system that cannot start fails each of its conversations, each recorded
+                reason = redact(f"system failed to start: {type(exc).__name__}: {exc}")
+                for unit in per_system[system.id]:
+                    turn = TurnRecord(run_id=run_id, system_id=system.id, entry_id=unit.entry.id, trial=unit.trial,
+                                      status="failed", failure_code=str(getattr(exc, "code", ErrorCode.INTERNAL)),
+                                      failure_reason=reason, conversation_id=unit.conversation_id,
+                                      input_mode=input_mode)
+                    writer.submit(ConversationRecord(
+                        run_id=run_id, system_id=system.id, conversation_id=unit.conversation_id, trial=unit.trial,
+                        status="failed", failure_code=turn.failure_code, failure_reason=reason,
+                        started_at=_now_iso(), finished_at=_now_iso(), turns=[turn]))
+                    failures[system.id] += 1
+                per_system[system.id] = []
+        limits = {s.id: asyncio.Semaphore(s.concurrency) for s in config.systems}
+
+        async def one(unit: GoldenUnit) -> None:
+            async with limits[unit.system_id]:
+                record, artifacts = await run_golden_conversation(launched[unit.system_id], unit, ctx)
+            failures[unit.system_id] += record.status == "failed"
+            writer.submit(record, artifacts)
+
+        try:
+            await asyncio.gather(*(one(unit) for unit in _interleave(per_system)))
+        finally:
+            await asyncio.to_thread(writer.close)
+            bar.close()
+    finally:
+        for system_id, system in launched.items():
+            try:
+                await system.close()
+            except Exception as exc:  # closing must not hide the recorded results
+                print(f"warning: closing {system_id} failed: {redact(str(exc))}", file=sys.stderr)
+    total_failures = sum(failures.values())
+    store.finish_run(run_id, "completed" if total_failures == 0 else "completed_with_failures")
+    return RunOutcome(run_id=run_id, recorded=recorded, execution_failures=total_failures,
+                      skipped_as_done=skipped, failures_by_system=failures)

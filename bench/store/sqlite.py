@@ -1,0 +1,407 @@
+"""The SQLite file of the store: runs, conversations, turns, events, artifact references and ratings (schema v2).
+
+Each finished conversation is committed in one transaction (its turns, events and artifacts together), so a killed
+run keeps everything already recorded and resumes without repeating paid work. Everything written passes through
+the redactor first. A version-1 store is migrated in place (its runs and turns are kept); a store written by a
+newer harness is refused with a clear message. ``turns_dataframe`` is the public pandas view of a run.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, Field
+
+from bench.errors import ConfigError
+from bench.protocol.redact import redact, redact_value
+from bench.records import TurnRecord
+
+STORE_SCHEMA_VERSION = 2
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    finished_at TEXT,
+    status TEXT NOT NULL,
+    dataset_path TEXT NOT NULL,
+    dataset_sha256 TEXT NOT NULL,
+    trials INTEGER NOT NULL,
+    systems_json TEXT NOT NULL,
+    config_json TEXT NOT NULL,
+    harness_version TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS turns (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    system_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    record_json TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    conversation_id TEXT,
+    turn_index INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, system_id, entry_id, trial)
+);
+CREATE INDEX IF NOT EXISTS turns_by_run ON turns(run_id, system_id);
+"""
+
+#: tables added by schema version 2 (also how a version-1 store is migrated)
+_SCHEMA_V2 = """
+CREATE TABLE IF NOT EXISTS conversations (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    system_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    failure_code TEXT,
+    failure_reason TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL,
+    record_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, system_id, conversation_id, trial)
+);
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    system_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    t_ms REAL NOT NULL,
+    type TEXT NOT NULL,
+    response_id TEXT,
+    detail_json TEXT NOT NULL,
+    PRIMARY KEY (run_id, system_id, conversation_id, trial, seq)
+);
+CREATE TABLE IF NOT EXISTS artifacts (
+    run_id TEXT NOT NULL,
+    system_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    path TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    media_type TEXT NOT NULL,
+    PRIMARY KEY (run_id, system_id, conversation_id, trial, kind)
+);
+CREATE INDEX IF NOT EXISTS artifacts_by_sha ON artifacts(run_id, sha256);
+CREATE TABLE IF NOT EXISTS ratings (
+    rating_id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    artifact_sha256 TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    score INTEGER NOT NULL,
+    flags_json TEXT NOT NULL,
+    comment TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+"""
+
+
+class StoredEvent(BaseModel):
+    """One normalized event of a conversation as stamped by the engine (ms from the conversation's start)."""
+
+    seq: int
+    t_ms: float
+    type: str
+    response_id: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class ArtifactRef(BaseModel):
+    kind: str
+    sha256: str
+    path: str
+    bytes: int
+    media_type: str
+
+
+class ConversationRecord(BaseModel):
+    """A finished conversation (succeeded or failed) with its turns, events and artifacts, stored at once."""
+
+    run_id: str
+    system_id: str
+    conversation_id: str
+    trial: int = 0
+    status: str
+    attempts: int = 1
+    failure_code: str | None = None
+    failure_reason: str | None = None
+    started_at: str
+    finished_at: str
+    turns: list[TurnRecord] = Field(default_factory=list)
+    events: list[StoredEvent] = Field(default_factory=list)
+    artifacts: list[ArtifactRef] = Field(default_factory=list)
+
+
+class SystemInfo(BaseModel):
+    """How a system took part in a run (recorded so reports can label EMULATED rows and the baseline)."""
+
+    id: str
+    adapter: str
+    mode: str
+    role: str = "candidate"
+    label: str = ""
+    details: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def emulated(self) -> bool:
+        return self.mode == "emulated"
+
+
+class RunInfo(BaseModel):
+    run_id: str
+    created_at: str
+    finished_at: str | None
+    status: str
+    dataset_path: str
+    dataset_sha256: str
+    trials: int
+    systems: list[SystemInfo]
+    config: dict[str, Any]
+    harness_version: str
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class Store:
+    """A SQLite-backed store. Safe to share between asyncio tasks of one process (a lock guards writes)."""
+
+    def __init__(self, path: Path | str):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.executescript(_SCHEMA)
+        row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row is not None else None
+        if version == 1:
+            self._migrate_v1()
+        elif version is not None and version != STORE_SCHEMA_VERSION:
+            self._conn.close()
+            raise ConfigError(f"{self.path}: store schema version {version} is not supported "
+                              f"(this harness reads versions 1 and {STORE_SCHEMA_VERSION}); use the harness that "
+                              "wrote it or a new --store")
+        self._conn.executescript(_SCHEMA_V2)
+        if version is None:
+            self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
+        self._conn.commit()
+
+    def _migrate_v1(self) -> None:
+        """Version 1 had runs and turns only: add the turn columns and the new tables; keep every row."""
+        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(turns)")}
+        if "conversation_id" not in columns:
+            self._conn.execute("ALTER TABLE turns ADD COLUMN conversation_id TEXT")
+        if "turn_index" not in columns:
+            self._conn.execute("ALTER TABLE turns ADD COLUMN turn_index INTEGER NOT NULL DEFAULT 0")
+        self._conn.executescript(_SCHEMA_V2)
+        self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(STORE_SCHEMA_VERSION),))
+
+    def close(self) -> None:
+        self._conn.close()
+
+    # runs -------------------------------------------------------------------------------------------
+    def create_run(self, info: RunInfo) -> None:
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (info.run_id, info.created_at, info.finished_at, info.status, info.dataset_path,
+                 info.dataset_sha256, info.trials, json.dumps(redact_value([s.model_dump() for s in info.systems])),
+                 json.dumps(redact_value(info.config)), info.harness_version),
+            )
+            self._conn.commit()
+
+    def finish_run(self, run_id: str, status: str) -> None:
+        with self._lock:
+            self._conn.execute("UPDATE runs SET status=?, finished_at=? WHERE run_id=?", (status, _now(), run_id))
+            self._conn.commit()
+
+    def _run_from_row(self, row: tuple) -> RunInfo:
+        return RunInfo(
+            run_id=row[0], created_at=row[1], finished_at=row[2], status=row[3], dataset_path=row[4],
+            dataset_sha256=row[5], trials=row[6], systems=[SystemInfo(**s) for s in json.loads(row[7])],
+            config=json.loads(row[8]), harness_version=row[9],
+        )
+
+    def get_run(self, run_id: str) -> RunInfo:
+        """A run by id, or the newest for ``latest`` (exit 2 naming the store when absent)."""
+        if run_id == "latest":
+            row = self._conn.execute("SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
+        else:
+            row = self._conn.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+        if row is None:
+            raise ConfigError(f"{self.path}: no run {run_id!r} in the store")
+        return self._run_from_row(row)
+
+    def list_runs(self) -> list[RunInfo]:
+        rows = self._conn.execute("SELECT * FROM runs ORDER BY created_at, rowid").fetchall()
+        return [self._run_from_row(r) for r in rows]
+
+    # turns ------------------------------------------------------------------------------------------
+    def record_turn(self, record: TurnRecord) -> None:
+        """Commit one finished turn (replaces an earlier failed attempt of the same key on resume)."""
+        with self._lock:
+            self._insert_turn(record)
+            self._conn.commit()
+
+    def _insert_turn(self, record: TurnRecord) -> None:
+        self._conn.execute(
+            "INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?,?,?)",
+            (record.run_id, record.system_id, record.entry_id, record.trial, record.status,
+             redact(record.model_dump_json()), _now(), record.conversation_id, record.turn_index),
+        )
+
+    def record_conversation(self, record: ConversationRecord) -> None:
+        """Commit a finished conversation with its turns, events and artifact references in one transaction."""
+        key = (record.run_id, record.system_id, record.conversation_id, record.trial)
+        summary = record.model_dump(mode="json", exclude={"turns", "events"})
+        with self._lock:
+            try:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO conversations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (*key, record.status, record.attempts, record.failure_code,
+                     redact(record.failure_reason) if record.failure_reason else None, record.started_at,
+                     record.finished_at, redact(json.dumps(summary))),
+                )
+                for turn in record.turns:
+                    self._insert_turn(turn)
+                self._conn.execute("DELETE FROM events WHERE run_id=? AND system_id=? AND conversation_id=? "
+                                   "AND trial=?", key)
+                self._conn.executemany(
+                    "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)",
+                    [(*key, e.seq, e.t_ms, e.type, e.response_id, redact(json.dumps(e.detail)))
+                     for e in record.events],
+                )
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO artifacts VALUES (?,?,?,?,?,?,?,?,?)",
+                    [(*key, a.kind, a.sha256, a.path, a.bytes, a.media_type) for a in record.artifacts],
+                )
+                self._conn.commit()
+            except BaseException:
+                self._conn.rollback()
+                raise
+
+    def conversations(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._conn.execute(
+            "SELECT system_id, conversation_id, trial, status, attempts, failure_code, failure_reason "
+            "FROM conversations WHERE run_id=? ORDER BY system_id, conversation_id, trial", (run_id,)).fetchall()
+        names = ("system_id", "conversation_id", "trial", "status", "attempts", "failure_code", "failure_reason")
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def events(self, run_id: str, system_id: str, conversation_id: str, trial: int = 0) -> list[StoredEvent]:
+        rows = self._conn.execute(
+            "SELECT seq, t_ms, type, response_id, detail_json FROM events WHERE run_id=? AND system_id=? AND "
+            "conversation_id=? AND trial=? ORDER BY seq", (run_id, system_id, conversation_id, trial)).fetchall()
+        return [StoredEvent(seq=r[0], t_ms=r[1], type=r[2], response_id=r[3], detail=json.loads(r[4])) for r in rows]
+
+    def artifacts(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._conn.execute(
+            "SELECT system_id, conversation_id, trial, kind, sha256, path, bytes, media_type FROM artifacts "
+            "WHERE run_id=? ORDER BY system_id, conversation_id, trial, kind", (run_id,)).fetchall()
+        names = ("system_id", "conversation_id", "trial", "kind", "sha256", "path", "bytes", "media_type")
+        return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def add_rating(self, run_id: str, artifact_sha256: str, reviewer: str, score: int,
+                   flags: list[str] | None = None, comment: str = "") -> int:
+        with self._lock:
+            cursor = self._conn.execute(
+                "INSERT INTO ratings (run_id, artifact_sha256, reviewer, score, flags_json, comment, created_at) "
+                "VALUES (?,?,?,?,?,?,?)",
+                (run_id, artifact_sha256, reviewer, score, json.dumps(flags or []), redact(comment), _now()))
+            self._conn.commit()
+            return int(cursor.lastrowid or 0)
+
+    def ratings(self, run_id: str) -> list[dict[str, Any]]:
+        rows = self._conn.execute(
+            "SELECT rating_id, artifact_sha256, reviewer, score, flags_json, comment, created_at FROM ratings "
+            "WHERE run_id=? ORDER BY rating_id", (run_id,)).fetchall()
+        return [{"rating_id": r[0], "artifact_sha256": r[1], "reviewer": r[2], "score": r[3],
+                 "flags": json.loads(r[4]), "comment": r[5], "created_at": r[6]} for r in rows]
+
+    def turns(self, run_id: str, system_id: str | None = None) -> list[TurnRecord]:
+        query = "SELECT record_json FROM turns WHERE run_id=?"
+        args: tuple = (run_id,)
+        if system_id is not None:
+            query += " AND system_id=?"
+            args = (run_id, system_id)
+        rows = self._conn.execute(query + " ORDER BY system_id, entry_id, trial", args).fetchall()
+        return [TurnRecord.model_validate_json(r[0]) for r in rows]
+
+    def turn_fields(self, run_id: str, scalars: list[str], json_fields: list[str]) -> list[tuple]:
+        """Bulk read for large runs: per turn ``(rowid, scalars..., json_fields-as-JSON-text...)``.
+
+        SQLite extracts the fields from each stored record, so no pydantic object is built per turn and the
+        event timeline is never parsed. Rows are ordered like :meth:`turns`.
+        """
+        paths = ", ".join(f"'$.{name}'" for name in scalars)
+        nested = "".join(f", json_extract(record_json, '$.{name}')" for name in json_fields)
+        rows = self._conn.execute(
+            f"SELECT rowid, json_extract(record_json, {paths}){nested} FROM turns "
+            "WHERE run_id=? ORDER BY system_id, entry_id, trial",
+            (run_id,),
+        ).fetchall()
+        return [(row[0], *json.loads(row[1]), *row[2:]) for row in rows]
+
+    def turn_json_by_rowid(self, rowids: list[int]) -> dict[int, str]:
+        """The stored JSON records for ``rowids`` (as returned by :meth:`turn_fields`), fetched in batches."""
+        found: dict[int, str] = {}
+        for start in range(0, len(rowids), 500):
+            batch = rowids[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            found.update(self._conn.execute(
+                f"SELECT rowid, record_json FROM turns WHERE rowid IN ({marks})", batch).fetchall())
+        return found
+
+    def completed_keys(self, run_id: str) -> set[tuple[str, str, int]]:
+        """(system, entry, trial) keys that already succeeded — skipped when a run is resumed."""
+        rows = self._conn.execute(
+            "SELECT system_id, entry_id, trial FROM turns WHERE run_id=? AND status='succeeded'", (run_id,)
+        ).fetchall()
+        return {(r[0], r[1], int(r[2])) for r in rows}
+
+    def count_turns(self, run_id: str) -> int:
+        return int(self._conn.execute("SELECT COUNT(*) FROM turns WHERE run_id=?", (run_id,)).fetchone()[0])
+
+
+def turns_dataframe(store: Store | Path | str, run_id: str = "latest") -> pd.DataFrame:
+    """The turns of a run as a DataFrame: one row per (system, entry, trial), raw observations only.
+
+    Vendor-reported latencies are expanded into ``vendor_latency.<name>`` columns; the event timeline,
+    retrieved context and tool calls are kept as Python objects in their own columns.
+    """
+    own = not isinstance(store, Store)
+    db = Store(store) if own else store
+    try:
+        run = db.get_run(run_id)
+        records = db.turns(run.run_id)
+    finally:
+        if own:
+            db.close()
+    modes = {s.id: s.mode for s in run.systems}
+    rows = []
+    for record in records:
+        row = record.model_dump()
+        row["mode"] = modes.get(record.system_id, "unknown")
+        row["emulated"] = row["mode"] == "emulated"
+        for name, value in record.vendor_latency_ms.items():
+            row[f"vendor_latency.{name}"] = value
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        frame = pd.DataFrame(columns=[*TurnRecord.model_fields, "mode", "emulated"])
+    return frame
+
