@@ -31,6 +31,21 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def _int_range(option: str, low: int, high: int):
+    """An argparse type: an integer in [low, high], else exit 2 naming the option."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} takes a whole number, not {text!r}") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{option} must be between {low} and {high}, not {value}")
+        return value
+
+    return parse
+
+
 def _resolve(path: str) -> Path:
     candidate = Path(path)
     if candidate.is_absolute() or candidate.exists():
@@ -88,12 +103,8 @@ def _config_for_run(args: argparse.Namespace) -> RunConfig:
                                               ("--limit", args.limit)) if value]
         if overrides:
             raise ConfigError(f"--resume continues a run with its own recorded config; drop {', '.join(overrides)}")
-        store_path = Path(args.store) if args.store else PROJECT_ROOT / "reports" / "bench.sqlite"
-        store = _open_store(store_path, must_exist=True)
-        try:
-            return RunConfig.model_validate(store.get_run(args.resume).config)
-        finally:
-            store.close()
+        stored = _stored_run_config(args)
+        return RunConfig.model_validate({k: v for k, v in stored.items() if k != "input_mode"})
     config = load_config(_resolve(args.config) if args.config else DEFAULT_CONFIG)
     if args.systems:
         config = config.select([s.strip() for s in args.systems.split(",") if s.strip()])
@@ -101,13 +112,26 @@ def _config_for_run(args: argparse.Namespace) -> RunConfig:
     return config.model_copy(update={k: v for k, v in updates.items() if v})
 
 
+def _stored_run_config(args: argparse.Namespace) -> dict:
+    store_path = Path(args.store) if args.store else PROJECT_ROOT / "reports" / "bench.sqlite"
+    store = _open_store(store_path, must_exist=True)
+    try:
+        return dict(store.get_run(args.resume).config)
+    finally:
+        store.close()
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from bench.runner import build_adapters, run_benchmark
+    from bench.engine.scheduler import build_adapters, run_benchmark
 
     config = _config_for_run(args)
+    input_mode = args.input
+    if args.resume:
+        stored = _stored_run_config(args)
+        input_mode = stored.get("input_mode", "text")
     full_golden = validate_files([_resolve(config.dataset)])[0]
     golden = sample_entries(full_golden, config.limit)
-    adapters = build_adapters(config)  # configuration errors (exit 2) before anything is recorded
+    adapters = build_adapters(config, input_mode)  # configuration errors (exit 2) before anything is recorded
     # Everything loaded so far lives for the whole run: freezing it keeps full garbage collections short, which
     # otherwise stall the event loop for tens of ms and show up as timing error at p99 (see scripts/bench-timing).
     gc.collect()
@@ -115,12 +139,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     store = _open_store(_store_path(args, config), must_exist=False)
     try:
         outcome = asyncio.run(run_benchmark(config, golden, store, run_id=args.resume, resume=bool(args.resume),
-                                            progress=not args.no_progress, adapters=adapters))
+                                            progress=not args.no_progress, adapters=adapters,
+                                            input_mode=input_mode, reports_dir=config.resolve(config.reports_dir)))
         html = _write_report(store, outcome.run_id, full_golden, config.resolve(config.reports_dir))
     finally:
         store.close()
     print(f"run id: {outcome.run_id}")
-    print(f"turns recorded: {outcome.recorded}" + (f" (resumed; {outcome.skipped_as_done} already done)"
+    print(f"conversations recorded: {outcome.recorded}" + (f" (resumed; {outcome.skipped_as_done} already done)"
                                                    if args.resume else ""))
     print(f"report: {html}")
     if outcome.execution_failures:
@@ -231,19 +256,34 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_emulate(args: argparse.Namespace) -> int:
-    from adapters.emulators.common import EmulatorSettings
-    from adapters.emulators.registry import start_emulator
+#: emulator names of earlier versions → the adapter whose emulator it is
+_EMULATOR_ALIASES = {"openai-realtime": "openai_realtime", "deepgram-agent": "deepgram_agent",
+                     "elevenlabs-agent": "elevenlabs_agent", "openai-chat": "livekit_baseline",
+                     "evaluator-websocket": "websocket"}
 
+
+def cmd_emulate(args: argparse.Namespace) -> int:
+    from bench.config import SystemConfig
+    from bench.engine.launch import start_emulator
+
+    adapter = _EMULATOR_ALIASES.get(args.vendor, args.vendor)
     try:
         options = json.loads(args.options) if args.options else {}
-        settings = EmulatorSettings(port=args.port, **options.pop("settings", {}))
-    except (json.JSONDecodeError, ValidationError, TypeError, AttributeError) as exc:
-        raise ConfigError(f"--options: not valid emulator options: {exc}") from None
+        if not isinstance(options, dict):
+            raise TypeError("expected a JSON object")
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise ConfigError(f"--options: not a JSON object of emulator options: {exc}") from None
+    options["port"] = args.port
+    try:
+        system = SystemConfig(id=adapter.replace("_", "-"), adapter=adapter, mode="emulated",
+                              options={"emulator": options})
+    except ValidationError as exc:
+        raise ConfigError(f"{args.vendor}: {exc.errors()[0]['msg']}") from None
 
     async def serve() -> None:
-        running = await start_emulator(args.vendor, settings, **options)
-        print(f"{args.vendor} emulator (EMULATED) listening on {running.url}", flush=True)
+        running = await start_emulator(system)
+        urls = ", ".join(f"{name} {url}" for name, url in running.urls.items())
+        print(f"{adapter} emulator (EMULATED) listening on {urls}", flush=True)
         try:
             await asyncio.Event().wait()
         finally:
@@ -262,8 +302,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--config", help=f"run config YAML (default {DEFAULT_CONFIG.relative_to(PROJECT_ROOT)})")
     run.add_argument("--systems", help="comma-separated system ids from the config")
     run.add_argument("--dataset", help="golden file to use instead of the config's")
-    run.add_argument("--trials", type=int, help="trials per entry")
-    run.add_argument("--limit", type=int, help="run an evenly spread subset of N entries")
+    run.add_argument("--trials", type=_int_range("--trials", 1, 100), help="trials per entry (1-100)")
+    run.add_argument("--limit", type=_int_range("--limit", 1, 1_000_000),
+                     help="run an evenly spread subset of N entries")
+    run.add_argument("--input", choices=("text", "audio"), default="text",
+                     help="send each question as text (default) or as synthesized speech through the audio pump")
     run.add_argument("--resume", metavar="RUN", help="continue a stored run, skipping turns that succeeded")
     run.add_argument("--store", help="store file (default from the config)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
@@ -308,9 +351,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs.set_defaults(func=cmd_runs)
 
     emulate = sub.add_parser("emulate", help="serve a vendor emulator on 127.0.0.1 until interrupted")
-    emulate.add_argument("vendor")
-    emulate.add_argument("--port", type=int, default=0)
-    emulate.add_argument("--options", help='JSON: {"settings": {...EmulatorSettings...}, ...emulator options}')
+    emulate.add_argument("vendor", help="adapter name whose emulator to serve (e.g. openai_realtime)")
+    emulate.add_argument("--port", type=_int_range("--port", 0, 65535), default=0)
+    emulate.add_argument("--options", help='JSON of options.emulator: {"latency": {...}, "faults": {...}, ...}')
     emulate.set_defaults(func=cmd_emulate)
     return parser
 

@@ -74,7 +74,8 @@ MODEL_ID = "emulated-generic"
 NO_ANSWER = "I'm sorry, I could not find that information."
 #: where the passages start in a system prompt built by ``adapters.prompts``
 CONTEXT_MARKER = "Hospital information:"
-_PASSAGE_HEADER = re.compile(r"^\[[^\]\n]+\][ \t]*", re.MULTILINE)
+#: a passage header line: ``[1] …`` or ``[doc-id] …`` (a markdown link ``[text](url)`` is not one)
+_PASSAGE_HEADER = re.compile(r"^\[[\w.:-]+\](?=[ \t]|$)[ \t]*", re.MULTILINE)
 _RULE = re.compile(r"^\s*-{3,}\s*$", re.MULTILINE)
 
 

@@ -2,10 +2,13 @@
 
 ``livekit.agents`` is imported when the first agent is made, never at module import. The agent is what a team
 gets from the LiveKit cookbook in an afternoon: a generic instruction, a ``lookup_knowledge_base(query)`` tool
-returning the top-k BM25 passages verbatim, no voice shaping, no intent routing, no refusal logic.
-``llm_node`` is wrapped only to observe the LLM stream (text deltas, tool calls, usage) as chunks arrive;
-nothing is changed on the way through. (No ``from __future__ import annotations`` here: LiveKit reads the
-tool's type hints at runtime, and the hint types are local to the function that builds the class.)
+returning the top-k BM25 passages verbatim, no voice shaping, no intent routing, no refusal logic. Passages the
+engine hands the session (``SessionSpec.context``) are appended to the instructions, as a team would paste them.
+
+One agent serves one conversation (one ``AgentSession``); the session swaps in a new ``ResponseObserver`` before
+each turn. ``llm_node`` is wrapped only to observe the LLM stream (text deltas, tool calls, usage) as chunks
+arrive; nothing is changed on the way through. (No ``from __future__ import annotations`` here: LiveKit reads
+the tool's type hints at runtime, and the hint types are local to the function that builds the class.)
 """
 
 import functools
@@ -13,21 +16,32 @@ import json
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
-from adapters.base import NormalizedEvent, TextDelta, ToolCall, ToolResult
 from bench.knowledge import KnowledgeBase
+from bench.protocol import HistoryMessage, TextDelta, ToolCall, ToolResult
 
 GENERIC_INSTRUCTIONS = (
     "You are a helpful assistant for Sint-Aldegonde Hospital. "
     "Use the lookup_knowledge_base tool to find information before answering the user's question."
 )
 PASSAGE_SEPARATOR = "\n\n---\n\n"
+#: the heading of the passages block, as ``adapters.prompts`` writes it (emulators find the passages by it)
+CONTEXT_HEADING = "Hospital information:"
 
 
-class TurnObserver:
-    """Collects what one turn's agent does, pushing normalized events to ``emit`` as they happen."""
+def instructions_with_passages(instructions: str, passages: list[str]) -> str:
+    """``instructions`` followed by the passages block (``[n] passage`` each), or unchanged without passages."""
+    if not passages:
+        return instructions
+    block = "\n\n".join(f"[{number}] {passage.strip()}" for number, passage in enumerate(passages, 1))
+    return f"{instructions}\n\n{CONTEXT_HEADING}\n{block}\n"
 
-    def __init__(self, emit: Callable[[NormalizedEvent], None]):
+
+class ResponseObserver:
+    """Collects what the agent does for one response, emitting normalized events (tagged with the response id)."""
+
+    def __init__(self, emit: Callable[[Any], None], response_id: str):
         self._emit = emit
+        self.response_id = response_id
         self.prompt_tokens = 0
         self.completion_tokens = 0
         self.cached_tokens = 0
@@ -43,9 +57,8 @@ class TurnObserver:
         delta = getattr(chunk, "delta", None)
         if delta is not None:
             for call in getattr(delta, "tool_calls", None) or []:
-                self._emit(
-                    ToolCall(call_id=call.call_id, name=call.name, arguments=_arguments(call.arguments))
-                )
+                self._emit(ToolCall(response_id=self.response_id, call_id=call.call_id, name=call.name,
+                                    arguments=_arguments(call.arguments)))
             if getattr(delta, "content", None):
                 self._text(delta.content)
         usage = getattr(chunk, "usage", None)
@@ -57,29 +70,19 @@ class TurnObserver:
 
     def on_tool_result(self, call_id: str, output: str, passages: list[str]) -> None:
         self.retrieved_context.extend(passages)
-        self._emit(ToolResult(call_id=call_id, output=output))
+        self._emit(ToolResult(response_id=self.response_id, call_id=call_id, output=output))
 
     def _text(self, text: str) -> None:
         self.text_parts.append(text)
-        self._emit(TextDelta(text=text))
+        self._emit(TextDelta(response_id=self.response_id, text=text))
 
 
-def make_agent(
-    *,
-    knowledge_base: KnowledgeBase,
-    observer: TurnObserver,
-    top_k: int = 3,
-    instructions: str = GENERIC_INSTRUCTIONS,
-    history: list[dict[str, str]] | None = None,
-) -> Any:
-    """A ``BaselineAgent`` for one turn (the class is built on first use, importing LiveKit then)."""
-    return _agent_class()(
-        knowledge_base=knowledge_base,
-        observer=observer,
-        top_k=top_k,
-        instructions=instructions,
-        chat_ctx=_history_context(history or []),
-    )
+def make_agent(*, knowledge_base: KnowledgeBase, top_k: int = 3, instructions: str = GENERIC_INSTRUCTIONS,
+               history: list[HistoryMessage] | None = None) -> Any:
+    """A ``BaselineAgent`` for one conversation (the class is built on first use, importing LiveKit then);
+    set its ``observer`` before each turn."""
+    return _agent_class()(knowledge_base=knowledge_base, top_k=top_k, instructions=instructions,
+                          chat_ctx=_history_context(history or []))
 
 
 @functools.cache
@@ -89,19 +92,12 @@ def _agent_class() -> type:
     class BaselineAgent(Agent):
         """Generic cookbook RAG agent with a single knowledge-base lookup tool."""
 
-        def __init__(
-            self,
-            *,
-            knowledge_base: KnowledgeBase,
-            observer: TurnObserver,
-            top_k: int,
-            instructions: str,
-            chat_ctx: ChatContext | None,
-        ):
+        def __init__(self, *, knowledge_base: KnowledgeBase, top_k: int, instructions: str,
+                     chat_ctx: ChatContext | None):
             super().__init__(instructions=instructions, chat_ctx=chat_ctx)
             self._kb = knowledge_base
-            self._observer = observer
             self._top_k = top_k
+            self.observer: ResponseObserver | None = None
 
         @function_tool
         async def lookup_knowledge_base(self, context: RunContext, query: str) -> str:
@@ -112,29 +108,31 @@ def _agent_class() -> type:
             """
             passages = [p.document.body for p in self._kb.search(query, k=self._top_k)]
             output = PASSAGE_SEPARATOR.join(passages) if passages else "No matching passages."
-            self._observer.on_tool_result(context.function_call.call_id, output, passages)
+            if self.observer is not None:
+                self.observer.on_tool_result(context.function_call.call_id, output, passages)
             return output
 
         async def llm_node(
             self, chat_ctx: ChatContext, tools: list[llm.Tool], model_settings: ModelSettings
         ) -> AsyncIterable[llm.ChatChunk | str]:
             async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
-                self._observer.on_chunk(chunk)
+                if self.observer is not None:
+                    self.observer.on_chunk(chunk)
                 yield chunk
 
     return BaselineAgent
 
 
-def _history_context(history: list[dict[str, str]]) -> Any:
-    """Earlier turns (``[{"role", "content"}]``) as a LiveKit chat context, or None."""
-    messages = [m for m in history if m.get("role") in ("user", "assistant") and m.get("content")]
+def _history_context(history: list[HistoryMessage]) -> Any:
+    """Earlier turns as a LiveKit chat context, or None."""
+    messages = [m for m in history if m.text]
     if not messages:
         return None
     from livekit.agents import ChatContext
 
     context = ChatContext.empty()
     for message in messages:
-        context.add_message(role=message["role"], content=message["content"])
+        context.add_message(role=message.role, content=message.text)
     return context
 
 

@@ -2,13 +2,15 @@
 
 Field names are checked against vapi-server-sdk 1.9 (``vapi/types``): the messages a client observes during a
 call are the ``ClientMessage*`` types (``client_message_model_output.py``, ``..._speech_update.py``,
-``..._transcript.py``, ``..._tool_calls.py``, ``..._tool_calls_result.py``, ``..._conversation_update.py``);
-client → Vapi control messages are ``ClientInboundMessage*`` (``add-message`` with ``triggerResponseEnabled``,
-``end-call``) plus ``{"type": "hangup"}`` from Vapi's WebSocket-transport guide; the call object is ``Call``
-(``cost`` USD, ``costBreakdown``, ``costs[]``, ``artifact.performanceMetrics.turnLatencies[]``,
-``endedReason``) and a chat is ``Chat``. Over the ``vapi.websocket`` transport, binary frames are raw PCM16
-audio and text frames are JSON; whether Vapi wraps client messages as ``{"message": {...}}`` there is not
-documented, so :func:`parse_transport_message` accepts both the flat and the wrapped form.
+``..._transcript.py``, ``..._tool_calls.py``, ``..._tool_calls_result.py``, ``..._user_interrupted.py``,
+``..._conversation_update.py``); client → Vapi control messages are ``ClientInboundMessage*`` (``add-message``
+with ``triggerResponseEnabled``, ``control`` such as ``mute-assistant``, ``end-call``) plus ``{"type": "hangup"}``
+from Vapi's WebSocket-transport guide; the call object is ``Call`` (``cost`` USD, ``costBreakdown``, ``costs[]``,
+``artifact.performanceMetrics.turnLatencies[]``, ``endedReason``) and a chat is ``Chat``. Over the
+``vapi.websocket`` transport binary frames are raw PCM16 audio and text frames are JSON. The client sends control
+messages flat (``{"type": "add-message", ...}``, the form Vapi's live-call-control URL takes); whether Vapi wraps
+the messages it sends as ``{"message": {...}}`` on the transport is not documented, so
+:func:`parse_transport_message` accepts both the flat and the wrapped form (UNVERIFIED against a live call).
 """
 
 from __future__ import annotations
