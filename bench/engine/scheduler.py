@@ -82,7 +82,15 @@ def required_capabilities(input_mode: str) -> list[str]:
     return ["audio_input"] if input_mode == "audio" else ["text_input"]
 
 
-def build_adapters(config: RunConfig, input_mode: str = "text") -> dict[str, Any]:
+def check_capabilities(system: SystemConfig, adapter: Any, required: list[str], needed_by: str) -> None:
+    """Exit 2 naming the system when its adapter, as configured, lacks a capability the run or scenario needs."""
+    missing = adapter.capabilities.missing(required)
+    if missing:
+        raise ConfigError(f"system {system.id!r}: {needed_by} needs {', '.join(missing)}, which adapter "
+                          f"{system.adapter!r} does not provide as configured")
+
+
+def build_adapters(config: RunConfig, input_mode: str = "text", required: list[str] | None = None) -> dict[str, Any]:
     """Create every adapter up front and check it can do what the run needs (configuration errors, exit 2, happen
     before any conversation starts)."""
     adapters: dict[str, Any] = {}
@@ -90,10 +98,8 @@ def build_adapters(config: RunConfig, input_mode: str = "text") -> dict[str, Any
         adapter = create_adapter(system)
         if not hasattr(adapter, "open_session"):
             raise ConfigError(f"system {system.id!r}: adapter {system.adapter!r} does not implement sessions")
-        missing = adapter.capabilities.missing(required_capabilities(input_mode))
-        if missing:
-            raise ConfigError(f"system {system.id!r}: a --input {input_mode} run needs {', '.join(missing)}, "
-                              f"which adapter {system.adapter!r} does not provide as configured")
+        check_capabilities(system, adapter, [*required_capabilities(input_mode), *(required or [])],
+                           f"a --input {input_mode} run")
         adapters[system.id] = adapter
     return adapters
 

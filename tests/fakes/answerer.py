@@ -2,6 +2,7 @@
 
 * "my name is X" → "Nice to meet you, X."
 * "what is my name" → "Your name is X." from the history (or "I don't know your name.")
+* "tell me a long story" → a long answer (for interruption tests)
 * anything else → "You said: <utterance>" plus, when passages were given, "Context: <first passage>".
 """
 
@@ -29,6 +30,8 @@ class FakeAnswerer:
             names = [m.group(1) for turn in request.history if turn.role == "user"
                      for m in [_NAME.search(turn.text)] if m]
             text = f"Your name is {names[-1]}." if names else "I don't know your name."
+        elif "long story" in request.utterance.lower():
+            text = " ".join(["Once upon a time there was a hospital with a very long corridor."] * 20)
         else:
             text = f"You said: {request.utterance}"
             if request.context:
