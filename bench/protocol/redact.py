@@ -27,10 +27,11 @@ _QUERY = re.compile(
     r"(?i)\b((?:[a-z_]*(?:key|token|secret|signature|password|auth|credential)[a-z_]*))=([^&\s\"'<>]+)"
 )
 _BEARER = re.compile(r"(?i)\b(bearer|token|basic)\s+[A-Za-z0-9._~+/=\-]{8,}")
-_KEY_LIKE = re.compile(r"\b(sk|sk_|xi|pk|rk|dg|key)[-_][A-Za-z0-9_\-*]{6,}")
+_KEY_LIKE = re.compile(r"\b(sk|sk_|xi|pk|rk|dg)[-_][A-Za-z0-9_\-*]{6,}")
 _USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s:@]*:[^/\s@]*@")
 _HEADER = re.compile(r"(?i)\b((?:x-)?(?:api[_-]?key|auth[a-z\-]*|[a-z\-]*token|[a-z\-]*secret|"
-                     r"[a-z\-]*credential[a-z\-]*|xi-api-key))([\"']?\s*[:=]\s*[\"']?)([^\s\"',}]+)")
+                     r"[a-z\-]*credential[a-z\-]*|xi-api-key))([\"']?\s*[:=]\s*[\"']?)"
+                     r"((?:(?:bearer|basic|token)\s+)?[^\s\"',};&]+)")
 
 
 def register_secret(value: str | None) -> None:
@@ -64,9 +65,10 @@ def redact(text: str) -> str:
         if value in text:
             text = text.replace(value, MARKER)
     text = _USERINFO.sub(rf"\1{MARKER}@", text)
-    text = _QUERY.sub(rf"\1={MARKER}", text)
-    text = _HEADER.sub(rf"\1\2{MARKER}", text)
     text = _BEARER.sub(rf"\1 {MARKER}", text)
+    text = _QUERY.sub(rf"\1={MARKER}", text)
+    text = _HEADER.sub(lambda m: m.group(0) if m.group(3).startswith(MARKER) else f"{m.group(1)}{m.group(2)}{MARKER}",
+                       text)
     return _KEY_LIKE.sub(lambda m: f"{m.group(1)}-{MARKER}", text)
 
 
