@@ -6,6 +6,7 @@ inconclusive (exit 4): a turn that never ran must not count as passed, and is no
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,38 +53,46 @@ def evaluate_gate(store: Store, run_id: str, system_id: str, golden: GoldenSet, 
     return GateResult(run.run_id, system_id, min_pass_rate, report, code, message)
 
 
+#: characters XML 1.0 cannot hold (C0 controls but tab/newline/return, surrogates, U+FFFE/U+FFFF)
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str | None) -> str:
+    """``text`` with every character XML cannot represent replaced by U+FFFD, so any answer yields valid XML."""
+    return _XML_INVALID.sub("\ufffd", text or "")
+
+
 def write_junit(path: Path, store: Store, result: GateResult, golden: GoldenSet) -> None:
-    """One <testcase> per golden entry; failures carry the reasons of every failed trial."""
+    """One <testcase> per golden entry the run actually ran; failures carry the reasons of every failed trial."""
     by_id = golden.by_id()
     records = store.turns(result.run_id, result.system_id)
     per_entry: dict[str, list] = {}
     for record in records:
         if record.entry_id in by_id:
             per_entry.setdefault(record.entry_id, []).append((record, score_turn(by_id[record.entry_id], record)))
-    suite = ET.Element("testsuite", name=f"voice-golden.{result.system_id}", tests=str(len(golden.entries)))
-    failures = errors = skipped = 0
-    for entry in golden.entries:
+    ran = [entry for entry in golden.entries if entry.id in per_entry]
+    suite = ET.Element("testsuite", name=f"voice-golden.{result.system_id}", tests=str(len(ran)))
+    failures = errors = 0
+    for entry in ran:
         case = ET.SubElement(suite, "testcase", classname=f"voice_golden.{result.system_id}.{entry.language}",
                              name=entry.id)
-        ET.SubElement(case, "system-out").text = entry.phone_question
-        trials = per_entry.get(entry.id, [])
-        if not trials:
-            skipped += 1
-            ET.SubElement(case, "skipped", message="no recorded turn for this entry")
-            continue
+        ET.SubElement(case, "system-out").text = xml_text(entry.phone_question)
+        trials = per_entry[entry.id]
         broken = [(r, s) for r, s in trials if not s.scored]
         wrong = [(r, s) for r, s in trials if s.scored and not s.passed]
         if broken:
             errors += 1
-            node = ET.SubElement(case, "error", message="; ".join(r.failure_reason or "" for r, _ in broken))
-            node.text = "\n".join(f"trial {r.trial}: {r.failure_reason}" for r, _ in broken)
+            node = ET.SubElement(case, "error",
+                                 message=xml_text("; ".join(r.failure_reason or "" for r, _ in broken)))
+            node.text = xml_text("\n".join(f"trial {r.trial}: {r.failure_reason}" for r, _ in broken))
         elif wrong:
             failures += 1
-            node = ET.SubElement(case, "failure", message="; ".join("; ".join(s.reasons) for _, s in wrong))
-            node.text = "\n".join(f"trial {r.trial}: {'; '.join(s.reasons)}\nanswer: {r.answer}" for r, s in wrong)
+            node = ET.SubElement(case, "failure", message=xml_text("; ".join("; ".join(s.reasons) for _, s in wrong)))
+            node.text = xml_text("\n".join(f"trial {r.trial}: {'; '.join(s.reasons)}\nanswer: {r.answer}"
+                                            for r, s in wrong))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
-    suite.set("skipped", str(skipped))
+    suite.set("skipped", "0")
     props = ET.SubElement(suite, "properties")
     for name, value in (("run_id", result.run_id), ("pass_rate", f"{result.report.pass_rate:.4f}"),
                         ("min_pass_rate", f"{result.min_pass_rate:.2f}")):

@@ -171,6 +171,24 @@ class RunInfo(BaseModel):
     harness_version: str
 
 
+def _record_json(record: BaseModel) -> str:
+    """JSON of ``record``; a lone surrogate (which UTF-8 cannot hold, but a vendor's JSON can) becomes U+FFFD."""
+    try:
+        return record.model_dump_json()
+    except ValueError:  # pydantic's serialization error on unencodable text
+        return json.dumps(_without_surrogates(record.model_dump(mode="python")), default=str)
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in value)
+    if isinstance(value, dict):
+        return {k: _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    return value
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
@@ -262,7 +280,7 @@ class Store:
         self._conn.execute(
             "INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?,?,?)",
             (record.run_id, record.system_id, record.entry_id, record.trial, record.status,
-             redact(record.model_dump_json()), _now(), record.conversation_id, record.turn_index),
+             redact(_record_json(record)), _now(), record.conversation_id, record.turn_index),
         )
 
     def record_conversation(self, record: ConversationRecord) -> None:
