@@ -5,6 +5,7 @@ Loaded from YAML; every problem is reported as ``file: entry: field: message`` w
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +29,37 @@ class RetryPolicy(BaseModel):
     max_backoff_s: float = Field(default=5.0, ge=0)
 
 
+_ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+#: headers a config may set literally; any other header value must be an ``${ENV_VAR}`` reference
+PLAIN_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "x-request-id",
+                           "openai-beta", "x-tenant-id", "x-user-id"})
+
+
+def literal_secrets(options: Any, path: str = "options") -> list[str]:
+    """Where ``options`` holds a credential written out instead of referenced as ``${ENV_VAR}``: settings whose
+    name looks secret, URLs with user-info or secret query parameters, and headers outside ``PLAIN_HEADERS``."""
+    from bench.protocol.redact import is_secret_name, redact
+
+    found: list[str] = []
+    if isinstance(options, dict):
+        for key, value in options.items():
+            where = f"{path}.{key}"
+            if isinstance(value, str) and value and not _ENV_REFERENCE.match(value):
+                if is_secret_name(str(key)) and not key.endswith(("_env", "_var", "_variable")):
+                    found.append(where)
+                    continue
+                if str(path).endswith("headers") and str(key).lower() not in PLAIN_HEADERS:
+                    found.append(where)
+                    continue
+            found.extend(literal_secrets(value, where))
+    elif isinstance(options, list):
+        for index, value in enumerate(options):
+            found.extend(literal_secrets(value, f"{path}[{index}]"))
+    elif isinstance(options, str) and "://" in options and redact(options) != options:
+        found.append(path)
+    return found
+
+
 class SystemConfig(BaseModel):
     """One system under test."""
 
@@ -41,6 +73,14 @@ class SystemConfig(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0)
     retry: RetryPolicy = RetryPolicy()
     options: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _no_literal_credentials(self) -> SystemConfig:
+        found = literal_secrets(self.options)
+        if found:
+            raise ValueError(f"{', '.join(found)}: a credential must not be written in the config; reference an "
+                             "environment variable instead, e.g. \"${MY_API_KEY}\"")
+        return self
 
 
 class RunConfig(BaseModel):

@@ -7,11 +7,14 @@ absence means that extra is missing, and the emulator the engine starts for the 
 from __future__ import annotations
 
 import importlib
+import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingExtra
+from bench.errors import ConfigError, MissingCredential, MissingExtra
+from bench.protocol.redact import register_secret
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,32 @@ def load_target(target: str, *, system: SystemConfig, spec: AdapterSpec | None =
     return getattr(module, attribute)
 
 
+_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+
+
+def resolve_references(system: SystemConfig, value: Any) -> Any:
+    """``value`` with every ``"${VAR}"`` replaced by the environment variable's value (registered as a secret, so
+    it is redacted wherever it appears); an unset variable is an exit-2 error naming it."""
+    if isinstance(value, str):
+        match = _REFERENCE.match(value)
+        if not match:
+            return value
+        resolved = os.environ.get(match.group(1))
+        if not resolved:
+            raise MissingCredential(system.id, match.group(1))
+        register_secret(resolved)
+        return resolved
+    if isinstance(value, dict):
+        return {k: resolve_references(system, v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [resolve_references(system, v) for v in value]
+    return value
+
+
 def adapter_view(system: SystemConfig) -> SystemConfig:
-    """``system`` as its adapter sees it: without the options only the engine reads."""
+    """``system`` as its adapter sees it: without the options only the engine reads, references resolved."""
     options = {k: v for k, v in system.options.items() if k not in ENGINE_OPTION_KEYS}
-    return system.model_copy(update={"options": options})
+    return system.model_construct(**{**system.__dict__, "options": resolve_references(system, options)})
 
 
 def create_adapter(system: SystemConfig) -> Any:
