@@ -212,7 +212,7 @@ def test_summaries_name_the_deepeval_judge(
     stub_judge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from bench.metrics import summarize_run
-    from bench.report.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
+    from bench.perf.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
     from bench.store import Store
 
     monkeypatch.chdir(tmp_path)

@@ -9,7 +9,7 @@ import pytest
 
 from bench.metrics import summarize_run
 from bench.prometheus import escape_label_value, render
-from bench.report.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
+from bench.perf.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
 from bench.store import Store
 
 _SAMPLE = re.compile(

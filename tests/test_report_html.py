@@ -12,7 +12,7 @@ import pytest
 
 from bench.metrics import RunSummary
 from bench.report import compare_runs, write_report
-from bench.report.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
+from bench.perf.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
 from bench.store import Store
 
 XSS = "<script>window.__pwned=1</script> De bezoekuren zijn van twee tot acht."

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from bench import metrics
 from bench.report import write_report
-from bench.report.synthetic import build_synthetic_run, synthetic_golden
+from bench.perf.synthetic import build_synthetic_run, synthetic_golden
 from bench.store import Store
 
 TARGET_S = 10.0
