@@ -1,8 +1,11 @@
-"""Instructions given to live vendor agents, with the knowledge-base passages injected in context."""
+"""Instructions given to vendor agents, with the knowledge passages the engine retrieved put in context.
+
+Every vendor adapter builds its prompt with ``instructions_with_context``; every emulator reads the passages back
+out with ``passages_in_instructions`` (the way a model reads its prompt), so the context each system gets is the
+same text.
+"""
 
 from __future__ import annotations
-
-from bench.knowledge import Passage
 
 VOICE_AGENT_INSTRUCTIONS = """You are the telephone assistant of Sint-Aldegonde Hospital.
 Answer in the caller's language unless they ask to switch language.
@@ -15,7 +18,22 @@ Hospital information:
 {context}
 """
 
+#: the line after which the passages start (the last line of the instructions before ``{context}``)
+KNOWLEDGE_HEADING = "Hospital information:"
+NO_PASSAGES = "(no passages retrieved)"
 
-def instructions_with_context(passages: list[Passage]) -> str:
-    context = "\n\n".join(f"[{p.document.id}] {p.document.title}\n{p.document.body}" for p in passages)
-    return VOICE_AGENT_INSTRUCTIONS.format(context=context or "(no passages retrieved)")
+
+def instructions_with_context(passages: list[str], instructions: str | None = None) -> str:
+    """``instructions`` (default: the shared voice-agent instructions) followed by one paragraph per passage."""
+    context = "\n\n".join(" ".join(p.split("\n\n")).strip() for p in passages if p.strip()) or NO_PASSAGES
+    if instructions:
+        return f"{instructions.strip()}\n\n{KNOWLEDGE_HEADING}\n{context}\n"
+    return VOICE_AGENT_INSTRUCTIONS.format(context=context)
+
+
+def passages_in_instructions(prompt: str) -> list[str]:
+    """The passages of a prompt built by ``instructions_with_context`` (one per paragraph after the heading)."""
+    _, heading, context = prompt.rpartition(KNOWLEDGE_HEADING)
+    if not heading:
+        return []
+    return [p.strip() for p in context.split("\n\n") if p.strip() and p.strip() != NO_PASSAGES]

@@ -53,6 +53,8 @@ class TextDelta(_Event):
 class AudioDelta(_Event):
     """Agent audio, mono pcm_s16le (resampled to the session's output rate by the adapter)."""
 
+    model_config = ConfigDict(extra="forbid", ser_json_bytes="base64", val_json_bytes="base64")
+
     type: Literal["audio_delta"] = "audio_delta"
     pcm16: bytes = Field(repr=False)
     sample_rate: int = 24000
