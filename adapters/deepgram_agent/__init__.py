@@ -1,7 +1,6 @@
-"""Deepgram Voice Agent v1 (``/v1/agent/converse``): wire models, the per-turn driver, live (SDK) and emulated
-paths.
+"""Deepgram Voice Agent v1 (``/v1/agent/converse``): one agent socket per conversation through the official
+deepgram-sdk, in live and emulated mode alike.
 
-The knowledge base reaches the agent the way seed 003's "Deepgram knowledge-base upload" row is emulated here:
-the top-k passages for the question are put in the agent prompt (``Settings.agent.think.prompt``), because the
-Voice Agent API has no knowledge-base upload of its own.
+``wire`` (one pydantic model per message), ``connection`` (the SDK socket), ``prompt`` (the think prompt with the
+knowledge passages), ``session`` (events of one conversation), ``adapter`` (options, ``Settings``, the factory).
 """

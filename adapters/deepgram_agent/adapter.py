@@ -11,6 +11,7 @@ runs in :class:`~adapters.deepgram_agent.session.DeepgramSession`.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,11 +19,11 @@ from websockets.exceptions import ConnectionClosed
 
 from adapters._shared.ws import disconnect_error
 from adapters.deepgram_agent import wire
-from adapters.deepgram_agent.connection import AgentSocket
-from adapters.deepgram_agent.prompt import agent_prompt
-from adapters.deepgram_agent.session import DeepgramSession, error_from_server
+from adapters.deepgram_agent.connection import AgentSocket, safe_message
+from adapters.deepgram_agent.session import AUDIO_MARK, DeepgramSession, SessionTrace, error_from_server
 from adapters.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
 from adapters.options import parse_options, require_live_credentials, require_live_or_emulated
+from adapters.prompts import instructions_with_context
 from bench.config import SystemConfig
 from bench.protocol import AdapterError, Capabilities, ErrorCode, SessionSpec
 
@@ -116,30 +117,32 @@ class DeepgramAgentAdapter:
     async def open_session(self, spec: SessionSpec) -> DeepgramSession:
         url, api_key = self._where(spec)
         instructions = spec.instructions
-        settings = build_settings(spec, self.options, agent_prompt(spec.context, instructions))
+        settings = build_settings(spec, self.options, instructions_with_context(spec.context, instructions))
         socket = await AgentSocket.open(api_key=api_key, agent_url=url, open_timeout_s=self.options.open_timeout_s)
+        trace = SessionTrace()
         try:
-            welcome = await _expect(socket, wire.Welcome, spec.idle_timeout_s)
+            welcome = await _expect(socket, wire.Welcome, spec.idle_timeout_s, trace)
             await socket.send(settings)
-            await _expect(socket, wire.SettingsApplied, spec.idle_timeout_s)
+            trace.sent.append(settings.type)
+            await _expect(socket, wire.SettingsApplied, spec.idle_timeout_s, trace)
         except BaseException:
             await socket.close()
             raise
         session = DeepgramSession(socket, spec, self.capabilities, passages=spec.context, instructions=instructions,
                                   audio_output=self.options.audio_output, keepalive_s=self.options.keepalive_s,
-                                  vendor_session_id=getattr(welcome, "request_id", None))
-        session.trace.wire[:0] = ["Welcome", "SettingsApplied"]
-        session.trace.sent.append("Settings")
+                                  vendor_session_id=getattr(welcome, "request_id", None), trace=trace)
         session.start()
         return session
 
 
-async def _expect(socket: AgentSocket, wanted: type[wire.Message], timeout_s: float) -> wire.Message:
+async def _expect(socket: AgentSocket, wanted: type[wire.Message], timeout_s: float,
+                  trace: SessionTrace) -> wire.Message:
     """The next message of type ``wanted``; an ``Error``, a closed socket or silence raise ``AdapterError``."""
     try:
-        async with __import__("asyncio").timeout(timeout_s):
+        async with asyncio.timeout(timeout_s):
             while True:
                 message = await socket.recv()
+                trace.received(AUDIO_MARK if isinstance(message, bytes) else message.type)
                 if isinstance(message, wanted):
                     return message
                 if isinstance(message, wire.Error):
@@ -150,7 +153,8 @@ async def _expect(socket: AgentSocket, wanted: type[wire.Message], timeout_s: fl
     except ConnectionClosed as exc:
         raise disconnect_error(exc) from None
     except wire.MalformedFrame as exc:
-        raise AdapterError(f"malformed Deepgram frame: {exc}", code=ErrorCode.MALFORMED, retryable=False) from None
+        raise AdapterError(safe_message(f"malformed Deepgram frame: {exc}"), code=ErrorCode.MALFORMED,
+                           retryable=False) from None
 
 
 def create(system: SystemConfig) -> DeepgramAgentAdapter:

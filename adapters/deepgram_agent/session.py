@@ -41,8 +41,8 @@ from websockets.exceptions import ConnectionClosed
 from adapters._shared.ws import disconnect_error
 from adapters.deepgram_agent import wire
 from adapters.deepgram_agent.connection import AgentSocket, safe_message
-from adapters.deepgram_agent.prompt import agent_prompt
 from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
+from adapters.prompts import instructions_with_context
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,
@@ -110,6 +110,9 @@ class _Response:
         return bool(self.texts or self.speaking or self.audio_bytes)
 
 
+AUDIO_MARK = "<audio>"
+
+
 @dataclass
 class SessionTrace:
     """What a session saw on the wire, for tests and debugging (message types in arrival order; a run of
@@ -121,9 +124,6 @@ class SessionTrace:
     def received(self, label: str) -> None:
         if not (label == AUDIO_MARK and self.wire and self.wire[-1] == AUDIO_MARK):
             self.wire.append(label)
-
-
-AUDIO_MARK = "<audio>"
 
 
 class DeepgramSession(StreamingSession):
@@ -140,11 +140,12 @@ class DeepgramSession(StreamingSession):
 
     def __init__(self, socket: AgentSocket, spec: SessionSpec, capabilities: Capabilities, *,
                  passages: list[str], instructions: str | None, audio_output: bool, keepalive_s: float,
-                 vendor_session_id: str | None = None, function_ack: str = "ok"):
+                 vendor_session_id: str | None = None, trace: SessionTrace | None = None,
+                 function_ack: str = "ok"):
         super().__init__(capabilities)
         self.socket = socket
         self.spec = spec
-        self.trace = SessionTrace()
+        self.trace = trace or SessionTrace()
         self.passages = list(passages)
         self.instructions = instructions
         self.audio_output = audio_output
@@ -153,7 +154,6 @@ class DeepgramSession(StreamingSession):
         self.connected_at = time.monotonic()
         self.input_audio_bytes = 0
         self._current: _Response | None = None
-        self._last_done: _Response | None = None
         #: after an interruption: drop agent output until the next user turn's reply starts
         self._stale_output = False
         self._stale_turn_started = False
@@ -202,7 +202,7 @@ class DeepgramSession(StreamingSession):
         """New knowledge for the next replies: the whole think prompt is replaced with ``UpdatePrompt``."""
         self._check_open()
         instructions = update.instructions if update.instructions is not None else self.instructions
-        await self._send(wire.UpdatePrompt(prompt=agent_prompt(update.passages, instructions)))
+        await self._send(wire.UpdatePrompt(prompt=instructions_with_context(update.passages, instructions)))
         self.passages = list(update.passages)
         self.instructions = instructions
 
@@ -218,9 +218,9 @@ class DeepgramSession(StreamingSession):
         if self.ended or self._closed:
             raise AdapterError("the Deepgram session has ended", code=ErrorCode.NO_RESPONSE, retryable=False)
 
-    def _begin_user_turn(self, origin: Literal["text", "audio"]) -> _Response:
+    def _begin_user_turn(self, origin: Literal["text", "audio"], response: _Response | None = None) -> _Response:
         """The response the caller's new turn asks for."""
-        response = _Response(id=self.new_response_id(), origin=origin)
+        response = response or _Response(id=self.new_response_id(), origin=origin)
         self._current = response
         if self._stale_output:
             self._stale_turn_started = True
@@ -248,19 +248,18 @@ class DeepgramSession(StreamingSession):
         if response.done:
             return
         response.done = True
+        played_ms = self.spec.audio.ms_for_bytes(response.audio_bytes)
+        if status == "interrupted":
+            self.emit(Interrupted(response_id=response.id, played_ms=round(played_ms, 1), by=by))
         if response.speaking:
             self.emit(AgentSpeechStopped(response_id=response.id))
-        if status == "interrupted":
-            played_ms = self.spec.audio.ms_for_bytes(response.audio_bytes)
-            self.emit(Interrupted(response_id=response.id, played_ms=round(played_ms, 1), by=by))
         self.emit(Usage(scope="response", response_id=response.id,
-                        output_audio_seconds=round(self.spec.audio.ms_for_bytes(response.audio_bytes) / 1000.0, 3),
+                        output_audio_seconds=round(played_ms / 1000.0, 3) if self.audio_output else None,
                         vendor_latency_ms=_response_latencies_ms(response)))
         final_text = " ".join(t.strip() for t in response.texts if t.strip()) or None
         self.emit(ResponseDone(response_id=response.id, status=status, conversational_intent=response.intent,
                                target_language=response.target_language, retrieved_context=list(self.passages),
                                final_text=final_text))
-        self._last_done = response
         if self._current is response:
             self._current = None
 
@@ -299,7 +298,7 @@ class DeepgramSession(StreamingSession):
             response.speaking = True
             self.emit(AgentSpeechStarted(response_id=response.id))
 
-    async def _on_message(self, message: wire.Message) -> None:  # noqa: C901 - one branch per message type
+    async def _on_message(self, message: wire.Message) -> None:
         if isinstance(message, wire.UserStartedSpeaking):
             self._on_user_started_speaking()
         elif isinstance(message, wire.ConversationText):
@@ -332,15 +331,19 @@ class DeepgramSession(StreamingSession):
             self._stale_output = False
 
     def _on_user_started_speaking(self) -> None:
+        """The caller speaks; over the agent's reply this is Deepgram's barge-in (it stops the reply)."""
         current = self._current
-        if current is not None and not current.done and current.has_output:
-            self._interrupt_open_response(by="vendor")  # Deepgram's barge-in: it stops its reply
-            current = None
-        if current is None or current.done:
-            current = self._begin_user_turn("audio")
-        elif self._stale_output:
-            self._stale_turn_started = True
-        self.emit(UserSpeechStarted(response_id=current.id))
+        barged = current if current is not None and not current.done and current.has_output else None
+        if barged is None and current is not None and not current.done:
+            if self._stale_output:
+                self._stale_turn_started = True
+            self.emit(UserSpeechStarted(response_id=current.id))
+            return
+        upcoming = _Response(id=self.new_response_id(), origin="audio")
+        self.emit(UserSpeechStarted(response_id=upcoming.id))
+        if barged is not None:
+            self._interrupt_open_response(by="vendor")
+        self._begin_user_turn("audio", upcoming)
 
     def _on_user_text(self, text: str) -> None:
         current = self._current

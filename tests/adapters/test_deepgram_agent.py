@@ -1,35 +1,47 @@
-"""Deepgram Voice Agent: the official SDK and our adapter against the emulator, faults, credentials, live
-check."""
+"""Deepgram Voice Agent: the official SDK against the emulator, the session API (multi-turn on one socket, history,
+context updates, audio in/out with server VAD, interruption and barge-in), faults, credentials, live check."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from websockets.asyncio.server import serve
 
-from adapters.base import AdapterError, TurnInput
 from adapters.deepgram_agent import wire
-from adapters.deepgram_agent.adapter import DeepgramAgentAdapter, DeepgramAgentOptions, build_settings, create
-from adapters.emulators.common import EmulatorSettings
-from adapters.emulators.deepgram_agent import start as start_emulator
+from adapters.deepgram_agent.adapter import DeepgramAgentOptions, build_settings, create
+from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS, FaultKey, FaultPlan
 from adapters.intent_tool import INTENT_TOOL_NAME
+from adapters.prompts import instructions_with_context as agent_prompt
+from adapters.prompts import passages_in_instructions as passages_in_prompt
+from bench.audio.pcm import silence, split_frames
 from bench.config import SystemConfig
+from bench.engine.launch import LaunchedSystem, launch
+from bench.engine.registry import create_adapter
 from bench.errors import ConfigError, MissingCredential
+from bench.protocol import (
+    AdapterError,
+    ContextUpdate,
+    ErrorCode,
+    ErrorEvent,
+    HistoryMessage,
+    ResponseDone,
+    SessionSpec,
+)
+from tests.fakes.answerer import FakeAnswerer
 
 RECORDING = Path(__file__).parent / "recordings" / "deepgram-agent.json"
-FAST = {
-    "first_token_median_ms": 5,
-    "first_token_sigma": 0,
-    "first_audio_extra_ms": 5,
-    "token_interval_ms": 1,
-    "audio_pacing": 0,
-}
+FAST = {"first_token_median_ms": 5, "first_token_sigma": 0, "first_audio_extra_ms": 5, "token_interval_ms": 1,
+        "audio_pacing": 0}
+REALTIME = {**FAST, "audio_chunk_ms": 40, "audio_pacing": 1.0}
+PASSAGES = ["Visiting hours are from two to eight in the afternoon.", "Parking is free for the first hour."]
 QUESTION = "What are the visiting hours?"
+CANARY = "canary-SECRET-123456"
 TIMEOUT_S = 60
 
 
@@ -46,252 +58,491 @@ def collapse(labels: list[str]) -> list[str]:
     return out
 
 
-def system(mode: str = "emulated", **options) -> SystemConfig:
+def system(mode: str = "emulated", emulator: dict[str, Any] | None = None, **options: Any) -> SystemConfig:
+    if mode == "emulated":
+        options["emulator"] = {"latency": FAST, **(emulator or {})}
     return SystemConfig(id="deepgram-agent", adapter="deepgram_agent", mode=mode, options=options)
 
 
-def turn(text: str = QUESTION, conversation_id: str = "conv-1", **kwargs) -> TurnInput:
-    return TurnInput(entry_id="E-1", text=text, language="en", conversation_id=conversation_id, **kwargs)
+async def launched_system(emulator: dict[str, Any] | None = None, answerer: FakeAnswerer | None = None,
+                          **options: Any) -> LaunchedSystem:
+    config = system(emulator=emulator, **options)
+    launched = await launch(config, create_adapter(config), answerer=answerer or FakeAnswerer())
+    await launched.start()
+    return launched
 
 
-async def run(adapter: DeepgramAgentAdapter, the_turn: TurnInput, trace: list[str] | None = None) -> list:
-    events = []
+def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any) -> SessionSpec:
+    fields.setdefault("context", list(PASSAGES))
+    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
+
+
+def connections(launched: LaunchedSystem, spec: SessionSpec) -> int:
+    token = launched._tokens[(spec.conversation_id, spec.attempt)]
+    return launched.emulator.control.get(token).connections
+
+
+async def read_response(events, collected: list | None = None) -> list:
+    """Events up to and including the next ``ResponseDone`` (or a fatal error)."""
+    out: list = []
     async with asyncio.timeout(TIMEOUT_S):
-        async for event in adapter.run_turn(the_turn, trace=trace):
-            events.append(event)
-    return events
+        async for event in events:
+            out.append(event)
+            if collected is not None:
+                collected.append(event)
+            if isinstance(event, ResponseDone) or (isinstance(event, ErrorEvent) and event.fatal):
+                return out
+    return out
 
 
-@pytest.fixture
-async def emulator():
-    running = await start_emulator(EmulatorSettings(latency=FAST))
-    yield running
-    await running.close()
+def speech_tone(ms: int, frequency: float = 200.0, rate: int = 24000) -> bytes:
+    t = np.arange(int(rate * ms / 1000)) / rate
+    envelope = 0.6 + 0.4 * np.sin(2 * np.pi * 3 * t)  # a syllable-like swell, never silent
+    return (6000 * envelope * np.sin(2 * np.pi * frequency * t)).astype("<i2").tobytes()
 
 
-@pytest.fixture
-async def emulated_adapter():
-    adapter = create(system(emulator={"latency": FAST}))
-    await adapter.start()
-    yield adapter
-    await adapter.close()
+async def push_paced(session, pcm: bytes, frame_ms: int = 20) -> None:
+    for frame in split_frames(pcm, frame_ms):
+        await session.push_audio(frame)
+        await asyncio.sleep(frame_ms / 1000)
 
 
-# --------------------------------------------------------------------------- wire models
+async def keep_line_open(session, stop: asyncio.Event, frame_ms: int = 20) -> None:
+    """Silence after the speech, like a phone line, until ``stop``."""
+    while not stop.is_set():
+        await session.push_audio(silence(frame_ms))
+        await asyncio.sleep(frame_ms / 1000)
 
 
-def test_wire_parses_every_server_message_and_rejects_malformed_frames():
+# --------------------------------------------------------------------------- wire models and settings
+
+
+def test_wire_parses_server_messages_and_rejects_malformed_frames():
     assert isinstance(wire.parse_server_message('{"type": "Welcome", "request_id": "r"}'), wire.Welcome)
     report = wire.parse_server_message({"type": "LatencyReport", "total_latency": 0.5, "stt_latency": 0.1})
     assert isinstance(report, wire.LatencyReport) and report.total_latency == 0.5
     assert isinstance(wire.parse_server_message('{"type": "SomethingNew", "x": 1}'), wire.UnknownMessage)
+    # experimental message with its latencies missing is tolerated
+    assert isinstance(wire.parse_server_message('{"type": "AgentStartedSpeaking"}'), wire.AgentStartedSpeaking)
     with pytest.raises(wire.MalformedFrame):
         wire.parse_server_message("{not json")
     with pytest.raises(wire.MalformedFrame):
-        wire.parse_server_message('{"type": "AgentStartedSpeaking"}')  # latencies are required
+        wire.parse_server_message('{"type": "ConversationText", "role": "narrator", "content": "x"}')
     with pytest.raises(wire.MalformedFrame):
         wire.parse_server_message('["Welcome"]')
 
 
-def test_settings_validate_as_the_sdk_model_and_carry_the_kb_passages():
+def test_settings_validate_as_the_sdk_model_with_passages_history_and_the_intent_function():
     from deepgram.agent.v1.types import AgentV1Settings
 
-    adapter = create(system())
-    settings, context = adapter.prepare(turn())
+    spec = SessionSpec(conversation_id="c", language="en", context=PASSAGES,
+                       history=[HistoryMessage(role="user", text="My name is Bob."),
+                                HistoryMessage(role="assistant", text="Hello Bob.")])
+    settings = build_settings(spec, DeepgramAgentOptions(), agent_prompt(spec.context))
     sdk = AgentV1Settings.model_validate(settings.model_dump(mode="json", exclude_none=True))
     assert sdk.type == "Settings"
-    assert context and context[0] in settings.agent.think.prompt
+    messages = sdk.agent.context.messages
+    assert [(m.type, m.role, m.content) for m in messages] == [("History", "user", "My name is Bob."),
+                                                                ("History", "assistant", "Hello Bob.")]
+    assert passages_in_prompt(settings.agent.think.prompt) == PASSAGES
     assert [f.name for f in settings.agent.think.functions] == [INTENT_TOOL_NAME]
     assert settings.agent.think.functions[0].endpoint is None  # client-side
-    dutch = build_settings(turn().model_copy(update={"language": "nl"}), DeepgramAgentOptions(), "p")
-    assert dutch.agent.speak.provider.model.endswith("-nl")
+    assert settings.audio.input.sample_rate == 24000 and settings.audio.output.sample_rate == 24000
+    dutch = build_settings(spec.model_copy(update={"language": "nl", "history": []}), DeepgramAgentOptions(), "p")
+    assert dutch.agent.speak.provider.model.endswith("-nl") and dutch.agent.context is None
     assert dutch.agent.listen.provider.model_extra["language"] == "nl"
 
 
-# --------------------------------------------------------------------------- contract: SDK and adapter
+def test_prompt_round_trip_and_custom_instructions():
+    prompt = agent_prompt(["First\n\nwith a blank line.", "Second."], instructions="Be brief.")
+    assert prompt.startswith("Be brief.")
+    assert passages_in_prompt(prompt) == ["First with a blank line.", "Second."]
+    assert passages_in_prompt(agent_prompt([])) == []
 
 
-async def sdk_turn(base_url: str, session_id: str) -> tuple[list[str], list[str]]:
-    """Drive one text turn with deepgram-sdk's own socket client; returns (wire types, assistant texts)."""
+def test_the_adapter_never_imports_emulators():
+    package = Path(__file__).parents[2] / "adapters" / "deepgram_agent"
+    for source in package.glob("*.py"):
+        assert "adapters.emulators" not in source.read_text(encoding="utf-8"), source.name
+
+
+# --------------------------------------------------------------------------- contract: the official SDK
+
+
+SDK_MODELS = {
+    "Welcome": "AgentV1Welcome", "SettingsApplied": "AgentV1SettingsApplied",
+    "ConversationText": "AgentV1ConversationText", "FunctionCallRequest": "AgentV1FunctionCallRequest",
+    "AgentStartedSpeaking": "AgentV1AgentStartedSpeaking", "AgentAudioDone": "AgentV1AgentAudioDone",
+    "LatencyReport": "AgentV1LatencyReport", "PromptUpdated": "AgentV1PromptUpdated",
+    "UserStartedSpeaking": "AgentV1UserStartedSpeaking", "Error": "AgentV1Error",
+    "InjectionRefused": "AgentV1InjectionRefused",
+}
+
+
+async def test_official_sdk_client_drives_the_emulator_in_the_recorded_order():
+    """deepgram-sdk's own socket client: two turns on one socket, every server frame strictly valid for the SDK."""
     from deepgram import AsyncDeepgramClient, DeepgramClientEnvironment
+    from deepgram.agent.v1 import types as sdk
     from deepgram.agent.v1.types import (
         AgentV1InjectUserMessage,
         AgentV1SendFunctionCallResponse,
         AgentV1Settings,
+        AgentV1UpdatePrompt,
     )
 
-    environment = DeepgramClientEnvironment(
-        base="http://127.0.0.1:9",
-        production="ws://127.0.0.1:9",
-        agent=base_url,
-        agent_rest="http://127.0.0.1:9",
-    )
-    client = AsyncDeepgramClient(api_key="test-key", environment=environment, session_id=session_id)
-    adapter = create(system())
-    settings, _ = adapter.prepare(turn())
-    seen: list[str] = []
-    texts: list[str] = []
-    async with asyncio.timeout(TIMEOUT_S), client.agent.v1.connect() as socket:
-        while True:
-            message = await socket.recv()
-            label = "<audio>" if isinstance(message, bytes) else message.type
-            seen.append(label)
-            if label == "Welcome":
-                await socket.send_settings(
-                    AgentV1Settings.model_validate(settings.model_dump(mode="json", exclude_none=True))
-                )
-            elif label == "SettingsApplied":
-                await socket.send_inject_user_message(AgentV1InjectUserMessage(content=QUESTION))
-            elif label == "FunctionCallRequest":
-                for call in message.functions:
-                    assert call.client_side and call.name == INTENT_TOOL_NAME
-                    await socket.send_function_call_response(
-                        AgentV1SendFunctionCallResponse(id=call.id, name=call.name, content="ok")
-                    )
-            elif label == "ConversationText" and message.role == "assistant":
-                texts.append(message.content)
-            elif label == "LatencyReport":
-                return collapse(seen), texts
-
-
-async def test_official_sdk_client_drives_the_emulator_in_the_recorded_order(emulator):
-    sequence, texts = await sdk_turn(emulator.url, "sdk-contract")
-    assert sequence == recording()["wire"]
-    assert texts and texts[0].strip()
-    assert "sdk-contract" in emulator.stamps.first_text and "sdk-contract" in emulator.stamps.first_audio
-
-
-async def test_adapter_sees_the_recorded_wire_and_normalized_sequences(emulated_adapter):
-    trace: list[str] = []
-    events = await run(emulated_adapter, turn(), trace)
-    expected = recording()
-    assert trace == expected["wire"]
-    assert collapse([e.type for e in events]) == expected["normalized"]
-    done = events[-1]
-    assert done.type == "turn_done" and done.conversational_intent == "answered"
-    assert done.final_text and done.retrieved_context
-    usage = next(e for e in events if e.type == "usage")
-    assert usage.output_audio_seconds > 0 and usage.billed_minutes > 0
-    assert {"deepgram_total_latency", "deepgram_ttt_latency", "deepgram_tts_latency"} <= set(
-        usage.vendor_latency_ms
-    )
-    total = usage.vendor_latency_ms["deepgram_total_latency"]
-    assert math.isclose(
-        total,
-        usage.vendor_latency_ms["deepgram_ttt_latency"] + usage.vendor_latency_ms["deepgram_tts_latency"],
-        abs_tol=1.0,
-    )
-    stamps = emulated_adapter.emulator.stamps
-    assert "conv-1" in stamps.first_text and "conv-1" in stamps.first_audio
-
-
-async def test_live_code_path_with_the_sdk_pointed_at_the_emulator(emulator, monkeypatch):
-    monkeypatch.setenv("DEEPGRAM_API_KEY", "test-key")
-    adapter = create(system("live", base_url=emulator.url))
-    await adapter.start()
+    launched = await launched_system()
     try:
-        trace: list[str] = []
-        events = await run(adapter, turn(conversation_id="live-path"), trace)
+        spec = spec_for(launched, "sdk-contract")
+        endpoint = spec.endpoint
+        environment = DeepgramClientEnvironment(base="http://127.0.0.1:9", production="ws://127.0.0.1:9",
+                                                agent=endpoint.url, agent_rest="http://127.0.0.1:9")
+        client = AsyncDeepgramClient(api_key=endpoint.credentials["api_key"], environment=environment)
+        settings = build_settings(spec, DeepgramAgentOptions(), agent_prompt(spec.context))
+        seen: list[str] = []
+        texts: list[str] = []
+        questions = [QUESTION, "And where can I park?"]
+        async with asyncio.timeout(TIMEOUT_S), client.agent.v1.connect() as socket:
+            while True:
+                message = await socket.recv()
+                label = "<audio>" if isinstance(message, bytes) else message.type
+                seen.append(label)
+                if not isinstance(message, bytes):
+                    getattr(sdk, SDK_MODELS[label]).model_validate(message.dict())  # strict, not construct()
+                if label == "Welcome":
+                    await socket.send_settings(
+                        AgentV1Settings.model_validate(settings.model_dump(mode="json", exclude_none=True)))
+                elif label == "SettingsApplied":
+                    await socket.send_inject_user_message(AgentV1InjectUserMessage(content=questions.pop(0)))
+                elif label == "FunctionCallRequest":
+                    for call in message.functions:
+                        assert call.client_side and call.name == INTENT_TOOL_NAME
+                        await socket.send_function_call_response(
+                            AgentV1SendFunctionCallResponse(id=call.id, name=call.name, content="ok"))
+                elif label == "ConversationText" and message.role == "assistant":
+                    texts.append(message.content)
+                elif label == "LatencyReport":
+                    if not questions:
+                        break
+                    prompt = agent_prompt(["Parking: level minus one."])
+                    await socket.send_update_prompt(AgentV1UpdatePrompt(prompt=prompt))
+                elif label == "PromptUpdated":
+                    await socket.send_inject_user_message(AgentV1InjectUserMessage(content=questions.pop(0)))
+        assert collapse(seen) == recording()["sdk_wire"]
+        assert PASSAGES[0][:40] in texts[0] and "Parking: level minus one." in texts[1]
+        stamps = launched.emulator.stamps
+        assert "sdk-contract:1" in stamps.first_text and "sdk-contract:2" in stamps.first_audio
+        assert connections(launched, spec) == 1
     finally:
-        await adapter.close()
-    assert trace == recording()["wire"]
-    assert collapse([e.type for e in events]) == recording()["normalized"]
-    assert events[-1].conversational_intent == "answered"
-    assert "live-path" in emulator.stamps.first_audio
+        await launched.close()
 
 
-async def test_audio_turn_is_endpointed_and_answered(emulated_adapter):
-    rate = 24000
-    t = np.arange(int(rate * 0.6)) / rate
-    speech = (8000 * np.sin(2 * np.pi * 200 * t)).astype("<i2").tobytes()
-    events = await run(
-        emulated_adapter, turn(audio_pcm16=speech, sample_rate=rate, conversation_id="audio-1")
-    )
-    types = [e.type for e in events]
-    assert types[0] == "user_turn_sent" and types[-1] == "turn_done"
-    assert next(e for e in events if e.type == "transcript").text == QUESTION
-    usage = next(e for e in events if e.type == "usage")
-    assert usage.input_audio_seconds >= 0.6
-    assert any(e.type == "audio_delta" for e in events)
+# --------------------------------------------------------------------------- the session API
 
 
-# --------------------------------------------------------------------------- faults and configuration
-
-
-@pytest.mark.parametrize(
-    ("kind", "retryable", "code"),
-    [
-        ("rate_limit", True, "429"),
-        ("disconnect", True, "disconnect"),
-        ("error_event", True, "INTERNAL_SERVER_ERROR"),
-        ("malformed", False, "malformed"),
-        ("stall", True, "stall"),
-    ],
-)
-async def test_each_fault_becomes_the_right_adapter_error(kind, retryable, code):
-    faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 0.25, "stall_s": 30}
-    adapter = create(system(emulator={"latency": FAST, "faults": faults}, stall_timeout_s=0.5))
-    await adapter.start()
+async def test_three_turns_on_one_socket_and_turn_three_remembers_turn_one():
+    answerer = FakeAnswerer()
+    launched = await launched_system(answerer=answerer)
     try:
-        with pytest.raises(AdapterError) as caught:
-            await run(adapter, turn(conversation_id=f"fault-{kind}"))
+        spec = spec_for(launched)
+        session = await launched.adapter.open_session(spec)
+        events = session.events()
+        replies = []
+        all_events: list = []
+        for text in ["Hello, my name is Alice.", QUESTION, "Sorry, what is my name?"]:
+            await session.send_text(text)
+            replies.append(await read_response(events, all_events))
+        await session.aclose()
+        late = [event async for event in events]
+        assert connections(launched, spec) == 1
+        expected = recording()
+        assert all_events[0].type == "session_ready"
+        assert collapse([e.type for e in replies[0][1:]]) == expected["normalized"]
+        dones = [reply[-1] for reply in replies]
+        assert [d.status for d in dones] == ["completed"] * 3
+        assert dones[2].final_text == "Your name is Alice."
+        assert len({d.response_id for d in dones}) == 3
+        assert all(e.response_id == dones[i].response_id for i, reply in enumerate(replies) for e in reply
+                   if e.type != "session_ready")
+        assert all(d.conversational_intent == "answered" and d.retrieved_context == PASSAGES for d in dones)
+        assert [e.seq for e in all_events + late] == sorted(e.seq for e in all_events + late)
+        usage = next(e for e in replies[0] if e.type == "usage")
+        assert usage.scope == "response" and usage.output_audio_seconds > 0
+        assert {"deepgram_total_latency", "deepgram_ttt_latency", "deepgram_tts_latency"} <= set(
+            usage.vendor_latency_ms)
+        session_usage = [e for e in late if e.type == "usage"]
+        assert session_usage and session_usage[0].scope == "session" and session_usage[0].billed_minutes > 0
+        assert session.trace.wire == expected["wire"] * 1 + expected["wire"][2:] * 2
+        # what the emulator's answerer was told: the conversation so far, the prompt's passages, the language
+        third = answerer.requests[2]
+        assert [t.text for t in third.history][:2] == ["Hello, my name is Alice.", "Nice to meet you, Alice."]
+        assert third.context == PASSAGES and third.language == "en"
     finally:
-        await adapter.close()
-    assert caught.value.retryable is retryable
-    assert caught.value.code == code
-    if kind == "rate_limit":
-        assert caught.value.retry_after_s == pytest.approx(0.25)
+        await launched.close()
 
 
-@pytest.mark.parametrize(
-    ("kind", "retryable", "code"),
-    [
-        ("rate_limit", True, "429"),
-        ("malformed", False, "malformed"),
-        ("disconnect", True, "disconnect"),
-    ],
-)
-async def test_faults_through_the_sdk_socket(monkeypatch, kind, retryable, code):
-    monkeypatch.setenv("DEEPGRAM_API_KEY", "test-key")
-    faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 2}
-    running = await start_emulator(EmulatorSettings(latency=FAST, faults=faults))
-    adapter = create(system("live", base_url=running.url))
+async def test_history_seeds_the_agent_context():
+    launched = await launched_system()
     try:
-        with pytest.raises(AdapterError) as caught:
-            await run(adapter, turn(conversation_id=f"sdk-{kind}"))
+        history = [HistoryMessage(role="user", text="My name is Bob."),
+                   HistoryMessage(role="assistant", text="Nice to meet you, Bob.")]
+        session = await launched.adapter.open_session(spec_for(launched, history=history))
+        await session.send_text("What is my name?")
+        reply = await read_response(session.events())
+        await session.aclose()
+        assert reply[-1].final_text == "Your name is Bob."
     finally:
-        await running.close()
-    assert caught.value.retryable is retryable and caught.value.code == code
-    if kind == "rate_limit":
-        assert caught.value.retry_after_s == 2.0  # read from the refused upgrade the SDK wraps
+        await launched.close()
+
+
+async def test_update_context_replaces_the_passages_for_the_next_reply():
+    answerer = FakeAnswerer()
+    launched = await launched_system(answerer=answerer)
+    try:
+        session = await launched.adapter.open_session(spec_for(launched))
+        events = session.events()
+        await session.send_text(QUESTION)
+        first = await read_response(events)
+        await session.update_context(ContextUpdate(passages=["The cafeteria opens at seven."]))
+        await session.send_text("When does the cafeteria open?")
+        second = await read_response(events)
+        await session.aclose()
+        assert first[-1].retrieved_context == PASSAGES
+        assert second[-1].retrieved_context == ["The cafeteria opens at seven."]
+        assert answerer.requests[1].context == ["The cafeteria opens at seven."]
+        assert "UpdatePrompt" in session.trace.sent and "PromptUpdated" in session.trace.wire
+    finally:
+        await launched.close()
+
+
+async def test_audio_in_is_ended_by_server_vad_and_audio_comes_back():
+    launched = await launched_system(emulator={"vad": {"endpointing_silence_ms": 200, "response_delay_ms": 50}})
+    try:
+        spec = spec_for(launched, input_mode="audio")
+        session = await launched.adapter.open_session(spec)
+        assert session.capabilities.server_vad and session.capabilities.audio_input
+        launched.expect_utterance(spec, QUESTION)
+        events = session.events()
+        reader = asyncio.ensure_future(read_response(events))
+        await push_paced(session, silence(100) + speech_tone(600))
+        stop = asyncio.Event()
+        line = asyncio.ensure_future(keep_line_open(session, stop))
+        reply = await reader
+        stop.set()
+        await line
+        await session.aclose()
+        types = [e.type for e in reply]
+        assert types.index("user_speech_started") < types.index("user_speech_stopped") < types.index("transcript")
+        transcript = next(e for e in reply if e.type == "transcript")
+        assert transcript.role == "user" and transcript.text == QUESTION
+        assert "audio_delta" in types and types.index("agent_speech_started") < types.index("audio_delta")
+        assert reply[-1].status == "completed" and QUESTION in reply[-1].final_text
+        assert all(e.response_id == reply[-1].response_id for e in reply if e.type != "session_ready")
+        audio = [e for e in reply if e.type == "audio_delta"]
+        assert all(e.sample_rate == 24000 for e in audio) and sum(len(e.pcm16) for e in audio) > 0
+    finally:
+        await launched.close()
+
+
+async def test_interrupt_stops_the_reply_and_the_next_turn_is_clean():
+    launched = await launched_system(emulator={"latency": REALTIME})
+    try:
+        session = await launched.adapter.open_session(spec_for(launched))
+        events = session.events()
+        await session.send_text("Please tell me a long story about the hospital and its gardens.")
+        first: list = []
+        async with asyncio.timeout(TIMEOUT_S):
+            async for event in events:
+                first.append(event)
+                if event.type == "audio_delta" and not any(e.type == "interrupted" for e in first):
+                    await session.interrupt()
+                if isinstance(event, ResponseDone):
+                    break
+        await session.send_text("My name is Carol.")
+        second = await read_response(events)
+        await session.aclose()
+        interrupted = next(e for e in first if e.type == "interrupted")
+        assert interrupted.by == "caller" and interrupted.played_ms > 0
+        assert first[-1].status == "interrupted"
+        types = [e.type for e in first]
+        assert types.index("interrupted") < types.index("response_done")
+        assert second[-1].status == "completed" and second[-1].final_text == "Nice to meet you, Carol."
+        assert {e.response_id for e in second} == {second[-1].response_id} != {first[-1].response_id}
+    finally:
+        await launched.close()
+
+
+async def test_caller_speech_over_the_agent_is_a_vendor_barge_in():
+    launched = await launched_system(emulator={"latency": REALTIME,
+                                               "vad": {"endpointing_silence_ms": 200, "response_delay_ms": 50}})
+    try:
+        spec = spec_for(launched, input_mode="audio")
+        session = await launched.adapter.open_session(spec)
+        events = session.events()
+        await session.send_text("Please tell me a long story about the hospital and its gardens.")
+        stop = asyncio.Event()
+        collected: list = []
+        line: asyncio.Future | None = None
+        async with asyncio.timeout(TIMEOUT_S):
+            async for event in events:
+                collected.append(event)
+                if event.type == "audio_delta" and line is None:
+                    launched.expect_utterance(spec, "My name is Dave.")
+
+                    async def talk_over() -> None:
+                        await push_paced(session, speech_tone(500))
+                        await keep_line_open(session, stop)
+
+                    line = asyncio.ensure_future(talk_over())
+                if isinstance(event, ResponseDone) and event.status == "completed":
+                    break
+        stop.set()
+        await line
+        await session.aclose()
+        types = [e.type for e in collected]
+        interrupted = next(e for e in collected if e.type == "interrupted")
+        assert interrupted.by == "vendor"
+        dones = [e for e in collected if isinstance(e, ResponseDone)]
+        assert [d.status for d in dones] == ["interrupted", "completed"]
+        assert types.index("user_speech_started") < types.index("interrupted")
+        assert dones[1].final_text == "Nice to meet you, Dave."
+        assert interrupted.response_id == dones[0].response_id != dones[1].response_id
+        assert next(e for e in collected if e.type == "user_speech_started").response_id == dones[1].response_id
+        assert session.trace.wire.count("AgentAudioDone") == 1  # the cut-off reply is not confirmed as done
+    finally:
+        await launched.close()
+
+
+async def test_audio_output_off_ends_each_response_on_the_agent_text():
+    launched = await launched_system(audio_output=False)
+    try:
+        session = await launched.adapter.open_session(spec_for(launched))
+        assert not session.capabilities.audio_output
+        events = session.events()
+        replies = []
+        for text in ["My name is Erin.", "What is my name?"]:
+            await session.send_text(text)
+            replies.append(await read_response(events))
+            await asyncio.sleep(0.05)  # the agent still speaks (the API always does); nothing of it is reported
+        await session.aclose()
+        assert [r[-1].final_text for r in replies] == ["Nice to meet you, Erin.", "Your name is Erin."]
+        assert not any(e.type in ("audio_delta", "agent_speech_started") for r in replies for e in r)
+    finally:
+        await launched.close()
+
+
+# --------------------------------------------------------------------------- faults
+
+
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+async def test_each_injected_fault_gives_its_error_code(kind):
+    faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 0.25, "stall_s": 60}
+    launched = await launched_system(emulator={"faults": faults})
+    try:
+        spec = spec_for(launched, f"fault-{kind}", idle_timeout_s=1.0)
+        if kind == "rate_limit":  # the first reply's rate limit refuses the upgrade, with Retry-After
+            with pytest.raises(AdapterError) as caught:
+                await launched.adapter.open_session(spec)
+            assert caught.value.code == ErrorCode.RATE_LIMITED and caught.value.retry_after_s == pytest.approx(0.25)
+            return
+        session = await launched.adapter.open_session(spec)
+        await session.send_text(QUESTION)
+        reply = await read_response(session.events())
+        await session.aclose()
+        error = reply[-1]
+        assert isinstance(error, ErrorEvent) and error.fatal
+        assert error.code == EXPECTED_CODE[kind], error.message
+        assert error.retryable is (kind != "malformed")
+    finally:
+        await launched.close()
+
+
+def _seed_with_clean_first_reply_then(kind: str) -> int:
+    for seed in range(1000):
+        plan = FaultPlan(rate=0.5, kinds=[kind], seed=seed)
+        key = FaultKey(run_id="t", system_id="deepgram-agent", conversation_id="later", attempt=0)
+        if plan.pick(key) is None and plan.pick(key.model_copy(update={"response": 2})) == kind:
+            return seed
+    raise AssertionError("no seed found")
+
+
+async def test_a_rate_limit_on_a_later_reply_is_an_error_on_the_open_socket():
+    seed = _seed_with_clean_first_reply_then("rate_limit")
+    launched = await launched_system(emulator={"faults": {"rate": 0.5, "kinds": ["rate_limit"], "seed": seed}})
+    try:
+        session = await launched.adapter.open_session(spec_for(launched, "later"))
+        events = session.events()
+        await session.send_text(QUESTION)
+        assert (await read_response(events))[-1].type == "response_done"
+        await session.send_text("And parking?")
+        error = (await read_response(events))[-1]
+        await session.aclose()
+        assert isinstance(error, ErrorEvent) and error.code == ErrorCode.RATE_LIMITED and error.retryable
+        assert error.vendor_code == "TOO_MANY_REQUESTS"
+    finally:
+        await launched.close()
 
 
 async def test_first_attempt_only_faults_let_the_retry_succeed():
-    faults = {"rate": 1.0, "kinds": ["disconnect"], "first_attempt_only": True}
-    adapter = create(system(emulator={"latency": FAST, "faults": faults}))
-    await adapter.start()
+    launched = await launched_system(emulator={"faults": {"rate": 1.0, "kinds": ["disconnect"],
+                                                          "first_attempt_only": True}})
     try:
-        with pytest.raises(AdapterError):
-            await run(adapter, turn(conversation_id="retry-me"))
-        events = await run(adapter, turn(conversation_id="retry-me"))
+        first = await launched.adapter.open_session(spec_for(launched, "retry-me"))
+        await first.send_text(QUESTION)
+        assert (await read_response(first.events()))[-1].code == ErrorCode.DISCONNECTED
+        await first.aclose()
+        retry = launched.session_spec(run_id="t", conversation_id="retry-me", attempt=1, language="en",
+                                      context=PASSAGES)
+        second = await launched.adapter.open_session(retry)
+        await second.send_text(QUESTION)
+        assert (await read_response(second.events()))[-1].status == "completed"
+        await second.aclose()
     finally:
-        await adapter.close()
-    assert events[-1].type == "turn_done"
+        await launched.close()
+
+
+async def test_a_closed_endpoint_is_a_connect_error():
+    launched = await launched_system()
+    spec = spec_for(launched, "gone")
+    await launched.close()
+    with pytest.raises(AdapterError) as caught:
+        await launched.adapter.open_session(spec)
+    assert caught.value.code == ErrorCode.CONNECT and caught.value.retryable
+
+
+# --------------------------------------------------------------------------- credentials and configuration
+
+
+async def test_a_canary_key_never_appears_in_errors_or_events(monkeypatch):
+    monkeypatch.setenv("DEEPGRAM_API_KEY", CANARY)
+
+    def echo_headers(connection, request):  # a server that puts the request headers into its 401 body
+        body = "\n".join(f"{name}: {value}" for name, value in request.headers.raw_items())
+        return connection.respond(401, body)
+
+    async with serve(lambda ws: ws.close(), "127.0.0.1", 0, process_request=echo_headers) as server:
+        port = server.sockets[0].getsockname()[1]
+        adapter = create(system("live", base_url=f"ws://127.0.0.1:{port}"))
+        with pytest.raises(AdapterError) as caught:
+            await adapter.open_session(SessionSpec(conversation_id="canary", language="en"))
+    assert caught.value.code == ErrorCode.AUTH and not caught.value.retryable
+    assert CANARY not in str(caught.value) and CANARY not in repr(caught.value.args)
 
 
 def test_live_mode_without_the_key_names_the_variable(monkeypatch):
     monkeypatch.delenv("DEEPGRAM_API_KEY", raising=False)
     with pytest.raises(MissingCredential) as caught:
         create(system("live"))
-    assert caught.value.variable == "DEEPGRAM_API_KEY"
-    assert "DEEPGRAM_API_KEY" in str(caught.value)
+    assert caught.value.variable == "DEEPGRAM_API_KEY" and "DEEPGRAM_API_KEY" in str(caught.value)
 
 
-def test_bad_options_are_configuration_errors():
-    with pytest.raises(ConfigError, match="options.kb_top_kk"):
-        create(system(kb_top_kk=3))
-    with pytest.raises(ConfigError, match="latency"):
-        create(system(emulator={"latency": {"first_token_median_ms": -1}}))
+async def test_bad_options_are_configuration_errors():
+    with pytest.raises(ConfigError, match="options.kb_top_k"):
+        create(SystemConfig(id="d", adapter="deepgram_agent", mode="emulated", options={"kb_top_k": 3}))
+    with pytest.raises(ConfigError, match="local"):
+        create(SystemConfig(id="d", adapter="deepgram_agent", mode="local"))
+    config = system(emulator={"function_timeout": 1})
+    with pytest.raises(ConfigError, match="function_timeout"):
+        await launch(config, create_adapter(config), answerer=FakeAnswerer())
 
 
 @pytest.mark.live
@@ -299,12 +550,10 @@ async def test_live_deepgram_voice_agent_answers_with_intent():
     if not os.environ.get("DEEPGRAM_API_KEY"):
         pytest.skip("DEEPGRAM_API_KEY not set: live deepgram-agent test skipped")
     adapter = create(system("live"))
-    await adapter.start()
-    try:
-        events = await run(adapter, turn(conversation_id=None))
-    finally:
-        await adapter.close()
-    assert events[0].type == "user_turn_sent" and events[-1].type == "turn_done"
-    assert any(e.type == "text_delta" for e in events) and any(e.type == "audio_delta" for e in events)
-    usage = next(e for e in events if e.type == "usage")
-    assert usage.billed_minutes > 0 and usage.vendor_latency_ms
+    session = await adapter.open_session(SessionSpec(conversation_id="live", language="en", context=PASSAGES))
+    events = session.events()
+    await session.send_text(QUESTION)
+    reply = await read_response(events)
+    await session.aclose()
+    assert reply[-1].type == "response_done"
+    assert any(e.type == "text_delta" for e in reply) and any(e.type == "audio_delta" for e in reply)
