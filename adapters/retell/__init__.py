@@ -1,7 +1,7 @@
-"""Retell with a custom LLM: the harness hosts the LLM WebSocket that wraps the in-house orchestrator.
+"""Retell: one Retell chat (text) or web call (audio, over LiveKit; live only) per conversation, through retell-sdk.
 
-Seed 003's "Retell webhook → our RAG" mode. Retell (or its loopback emulator) connects to
-``{llm_websocket_url}/{call_id}``; our server answers ``response_required`` with the orchestrator's token
-stream. The adapter drives calls from the caller's side and reads Retell's own latency and cost back from the
-REST API.
+The response engine is our in-house stack behind Retell's custom-LLM WebSocket (``llm_server``; seed 003's
+"Retell → our RAG"), or the agent's own Retell LLM. ``adapter`` builds the system from its options, ``chat`` and
+``web_call`` are the two session kinds, ``wire`` holds the wire models, ``errors`` maps failures onto
+``ErrorCode``.
 """

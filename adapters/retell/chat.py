@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -36,8 +35,6 @@ from bench.protocol import (
     UserTurnSent,
 )
 from bench.protocol.redact import redact
-
-log = logging.getLogger(__name__)
 
 CHAT_CAPABILITIES = Capabilities(text_input=True, audio_input=False, streaming_output=False, audio_output=False,
                                  tool_events=True, interruption=False, usage=True, server_vad=False,
@@ -112,7 +109,7 @@ class RetellChatSession(RetellSession):
     # -- internals ----------------------------------------------------------------------------------
     def _check_open(self) -> None:
         if self.ended or self.vendor_id is None:
-            raise AdapterError("the Retell chat is not open", code=ErrorCode.NO_RESPONSE, retryable=False)
+            raise AdapterError("the Retell chat has ended", code=ErrorCode.DISCONNECTED, retryable=False)
 
     async def _run_jobs(self) -> None:
         while True:
@@ -133,7 +130,8 @@ class RetellChatSession(RetellSession):
     async def _turn(self, response_id: str, text: str) -> None:
         self.begin_response()
         request = self.client.chat.create_chat_completion(chat_id=self.vendor_id, content=text)
-        # the request goes out as one small body: it is sent by the time the completion is awaited
+        # the zero point: the turn is one small request body, which goes out as the completion is awaited (the SDK
+        # exposes no later "request sent" moment)
         self.emit(UserTurnSent(response_id=response_id))
         try:
             completion = await asyncio.wait_for(request, self.spec.idle_timeout_s)

@@ -6,7 +6,9 @@ microphone track — here fed by ``push_audio`` frames — plays the track ``age
 from the participant ``server``:
 
 * ``update`` {transcript}: a new user utterance is ``UserSpeechStarted``; when the agent's turn begins it is
-  ``UserSpeechStopped`` and the user's final ``Transcript``; the agent utterance's growth is ``TextDelta``;
+  ``UserSpeechStopped`` and the user's final ``Transcript``; the agent utterance's growth is ``TextDelta``.
+  Retell sends no VAD events to the caller, so the speech events follow its transcript (they lag the audio by
+  Retell's ASR delay);
 * ``agent_start_talking`` / ``agent_stop_talking``: ``AgentSpeechStarted`` / ``AgentSpeechStopped``; the stop ends
   the response (``ResponseDone``; ``Interrupted`` first when the caller spoke over the agent);
 * agent audio frames (resampled to the session's rate) are ``AudioDelta`` of the open response.
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,8 +51,6 @@ from bench.protocol import (
     UserSpeechStopped,
 )
 from bench.protocol.redact import redact
-
-log = logging.getLogger(__name__)
 
 #: the LiveKit server Retell's web client joins (retell-client-js-sdk ``LIVEKIT_HOST``)
 RETELL_LIVEKIT_URL = "wss://retell-ai-4ihahnq7.livekit.cloud"
@@ -269,10 +268,10 @@ class RetellWebCallSession(RetellSession):
 
     def _on_update(self, transcript: list[wire.Utterance]) -> None:
         current = [(u.role, u.content) for u in transcript if u.role in ("user", "agent")]
+        shift = _window_shift(self._seen, current)
         for index, (role, content) in enumerate(current):
-            previous = self._seen[index] if index < len(self._seen) else None
-            if previous is not None and previous[0] != role:
-                previous = None
+            before = shift + index
+            previous = self._seen[before] if before < len(self._seen) else None
             if role == "user":
                 if previous is None:  # a new caller utterance
                     if self._response is not None and self._response.speaking:
@@ -370,6 +369,19 @@ class RetellWebCallSession(RetellSession):
             vendor_cost_usd=wire.cents_to_usd(cost.combined_cost) if cost is not None else None,
             vendor_latency_ms=wire.vendor_latency_keys(call.latency),
         ))
+
+
+def _window_shift(seen: list[tuple[str, str]], current: list[tuple[str, str]]) -> int:
+    """Where ``current`` starts in ``seen``: the transcript may be a window that drops its oldest utterances.
+
+    The smallest shift at which every overlapping utterance has the same role and every agent utterance extends
+    (or equals) its older text (the caller's may be revised by ASR); ``len(seen)`` when nothing overlaps."""
+    for shift in range(len(seen) + 1):
+        overlap = zip(seen[shift:], current, strict=False)
+        if all(old_role == role and (role == "user" or text.startswith(old_text))
+               for (old_role, old_text), (role, text) in overlap):
+            return shift
+    return len(seen)
 
 
 def _peak(pcm: bytes) -> int:
