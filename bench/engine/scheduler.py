@@ -144,6 +144,7 @@ class _Attempt:
             run_id=self.ctx.run_id, conversation_id=self.unit.conversation_id, attempt=self.attempt,
             language=entry.language, input_mode=self.ctx.input_mode, context=self.ctx.context.get(entry.id, []),
             idle_timeout_s=min(15.0, system.timeout_s / 2),
+            caller_script=[entry.phone_question] if self.ctx.input_mode == "audio" else [],
         )
         try:
             async with asyncio.timeout(system.timeout_s):

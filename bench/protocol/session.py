@@ -97,6 +97,9 @@ class SessionSpec(BaseModel):
     #: earlier exchanges to seed the agent with (restarted conversations, scenario set-up)
     history: list[HistoryMessage] = Field(default_factory=list)
     endpoint: Endpoint | None = None
+    #: audio input: what the caller will say, in order — for speech front ends that run with an oracle transcript
+    #: (labelled as such); vendors never see it
+    caller_script: list[str] = Field(default_factory=list)
     #: no vendor event for this long while a response is awaited = a retryable stall
     idle_timeout_s: float = Field(default=15.0, gt=0)
     user_id: str = "bench-user"
