@@ -1,17 +1,17 @@
 """Small aiohttp helpers shared by the custom-LLM server and the HTTP-based emulators (Vapi, openai-chat).
 
 ``serve`` binds an ``aiohttp.web.Application`` on a host/port (port 0 = ephemeral) and returns the bound URL
-and a closer. ``parse_retry_after`` reads ``retry-after-ms`` / ``Retry-After`` the way the OpenAI and Fern
-(Vapi) clients do.
+and a closer. ``parse_retry_after`` reads ``retry-after-ms`` / ``Retry-After`` from response headers the way the
+OpenAI and Fern (Vapi) clients do; ``retry_after_headers`` writes both.
 """
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+
+from adapters._shared.http import retry_after_seconds
 
 
 async def serve(
@@ -27,27 +27,15 @@ async def serve(
 
 
 def parse_retry_after(headers: object) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date); None if absent."""
+    """Seconds to wait from response headers: OpenAI's ``retry-after-ms``, else ``Retry-After`` (seconds or HTTP
+    date), both read with the one parser (``adapters._shared.http.retry_after_seconds``); None if absent."""
     get = getattr(headers, "get", None)
     if get is None:
         return None
-    raw_ms = get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            return max(0.0, float(raw_ms) / 1000.0)
-        except ValueError:
-            pass
-    raw = get("retry-after")
-    if raw is None:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        try:
-            parsed = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError):
-            return None
-        return max(0.0, parsed.timestamp() - time.time())
+    milliseconds = retry_after_seconds(get("retry-after-ms"))
+    if milliseconds is not None:
+        return milliseconds / 1000.0
+    return retry_after_seconds(get("retry-after"))
 
 
 def retry_after_headers(seconds: float) -> dict[str, str]:

@@ -14,11 +14,18 @@ Vapi (live, or its emulator) POSTs an OpenAI chat-completions body plus its own 
 
 When the vendor then sends the tool result back (a follow-up request ending with a ``tool`` message) the
 server answers with an empty completion: the content was already streamed. The caller language comes from
-``metadata.language`` (or ``call.metadata`` / ``call.assistantOverrides.variableValues``), else from a turn
-context the adapter registered for the question with :meth:`CustomLlmServer.expect`, else the default. Every
-answered turn is recorded (intent, language, retrieved context, compliance flag) so the adapter can read
-labels that never cross the vendor's API. The URL Vapi is given may be the bare base URL or end with
-``/chat/completions`` (both are served: any POST path ending in ``chat/completions``).
+``metadata.language`` (or ``call.metadata`` / ``call.assistantOverrides.variableValues``), else from the context
+the adapter registered for the call (:meth:`CustomLlmServer.register_call`) or for the question
+(:meth:`CustomLlmServer.expect`), else the default. Every answered turn is recorded (intent, language, retrieved
+context, compliance flag) so the adapter can read labels that never cross the vendor's API
+(:meth:`~CustomLlmServer.record`, :meth:`~CustomLlmServer.records`). The URL Vapi is given may be the bare base
+URL or end with ``/chat/completions`` (both are served: any POST path ending in ``chat/completions``).
+
+History: the server keeps each call's conversation (every question it answered and its answer, keyed by the
+vendor's call id, else the registered conversation id). The orchestrator gets the earlier user/assistant turns
+of the request's own ``messages`` when the vendor sends them (what the caller really heard, interruptions
+included), else the call's kept history. Error messages are redacted. The server injects no faults: the
+vendor emulators in front of it do.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from adapters.custom_llm.wire import (
 )
 from adapters.intent_tool import INTENT_TOOL_NAME
 from bench.orchestrator import Orchestrator, QueryRequest, QueryResponse
+from bench.protocol.redact import redact
 
 
 class TurnContext(BaseModel):
@@ -98,8 +106,10 @@ class CustomLlmServer:
         self.url = ""
         self._close: Any = None
         self._expected: dict[str, TurnContext] = {}
-        self._by_call: dict[str, TurnRecord] = {}
+        self._calls: dict[str, TurnContext] = {}
+        self._by_call: dict[str, list[TurnRecord]] = {}
         self._by_question: dict[str, TurnRecord] = {}
+        self._histories: dict[str, list[dict[str, str]]] = {}
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         app = web.Application()
@@ -117,13 +127,33 @@ class CustomLlmServer:
         registration for a text wins)."""
         self._expected[question.strip()] = context
 
+    def register_call(self, call_id: str, context: TurnContext) -> None:
+        """Register the context of a whole call (every request carrying this vendor call id)."""
+        self._calls[call_id] = context
+
     def record(self, *, call_id: str | None = None, question: str | None = None) -> TurnRecord | None:
-        """The record of an answered turn, by vendor call id or by user text."""
-        if call_id is not None and call_id in self._by_call:
-            return self._by_call[call_id]
+        """The record of an answered turn: the latest of a vendor call id, or the latest for a user text."""
+        if call_id is not None and self._by_call.get(call_id):
+            return self._by_call[call_id][-1]
         if question is not None:
             return self._by_question.get(question.strip())
         return None
+
+    def records(self, call_id: str) -> list[TurnRecord]:
+        """Every answered turn of a call, in order."""
+        return list(self._by_call.get(call_id, []))
+
+    def history(self, conversation: str) -> list[dict[str, str]]:
+        """The kept conversation of a call (``{"role", "content"}`` messages), by call or conversation id."""
+        return list(self._histories.get(conversation, []))
+
+    def forget_call(self, call_id: str) -> None:
+        """Drop what the server kept for a finished call."""
+        context = self._calls.pop(call_id, None)
+        self._by_call.pop(call_id, None)
+        self._histories.pop(call_id, None)
+        if context is not None and context.conversation_id:
+            self._histories.pop(context.conversation_id, None)
 
     # --- request handling ------------------------------------------------------------------------------
 
@@ -142,9 +172,10 @@ class CustomLlmServer:
         question = body.last_user_text()
         if not question:
             return _error(400, "no user message to answer", "invalid_request_error")
-        context = self._context(body, question)
         call_id = _call_id(body)
-        history = [
+        context = self._context(body, question, call_id)
+        conversation = call_id or context.conversation_id
+        sent = [
             {"role": m.role, "content": m.text()}
             for m in body.messages[:-1]
             if m.role in ("user", "assistant") and m.text()
@@ -154,7 +185,7 @@ class CustomLlmServer:
             language=context.language,
             channel="voice",
             conversation_id=context.conversation_id or call_id,
-            history=history,
+            history=sent or (self.history(conversation) if conversation else []),
         )
         record = TurnRecord(
             call_id=call_id, question=question, language=context.language, received_at=received_at
@@ -162,7 +193,7 @@ class CustomLlmServer:
         try:
             answer = await self.orchestrator.query(query, context.user_id, context.tenant_id)
         except Exception as exc:  # the orchestrator is user code: report any failure as a 500
-            record.error = f"{type(exc).__name__}: {exc}"
+            record.error = redact(f"{type(exc).__name__}: {exc}")
             self._remember(record)
             return _error(500, f"orchestrator failed: {record.error}", "server_error")
         record.conversational_intent = answer.conversational_intent
@@ -171,11 +202,20 @@ class CustomLlmServer:
         record.retrieved_context = list(answer.retrieved_context)
         self._remember(record)
         if not body.stream:
-            return await self._complete(body, answer, record)
-        return await self._stream(request, body, answer, record)
+            response: web.StreamResponse = await self._complete(body, answer, record)
+        else:
+            response = await self._stream(request, body, answer, record)
+        if conversation and record.error is None:
+            self._histories.setdefault(conversation, []).extend(
+                [{"role": "user", "content": question}, {"role": "assistant", "content": record.answer}])
+        return response
 
-    def _context(self, body: ChatCompletionRequest, question: str) -> TurnContext:
-        context = self._expected.get(question.strip()) or TurnContext(language=self.default_language)
+    def _context(self, body: ChatCompletionRequest, question: str, call_id: str | None) -> TurnContext:
+        context = (
+            (self._calls.get(call_id) if call_id else None)
+            or self._expected.get(question.strip())
+            or TurnContext(language=self.default_language)
+        )
         for source in _metadata_sources(body):
             language = source.get("language")
             if isinstance(language, str) and language:
@@ -185,7 +225,7 @@ class CustomLlmServer:
 
     def _remember(self, record: TurnRecord) -> None:
         if record.call_id:
-            self._by_call[record.call_id] = record
+            self._by_call.setdefault(record.call_id, []).append(record)
         self._by_question[record.question.strip()] = record
 
     def _intent_arguments(self, answer: QueryResponse) -> str:
@@ -219,7 +259,7 @@ class CustomLlmServer:
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:  # token stream of user code failed mid-answer: report it in-stream
-            record.error = f"{type(exc).__name__}: {exc}"
+            record.error = redact(f"{type(exc).__name__}: {exc}")
             detail = ErrorDetail(message=f"orchestrator stream failed: {record.error}", type="server_error")
             await response.write(sse_frame(ErrorBody(error=detail)))
             await response.write_eof()

@@ -6,7 +6,8 @@ pointed here) and works with the official ``openai`` client. The engine starts i
 ``<url>/c/<token>``; the client's base URL is that plus ``/v1``. Requests are routed with
 ``control.connect(path)``: every new TCP connection of a conversation counts as one connection of it (the
 client keeps one alive across turns), later requests on the same connection reuse the conversation.
-Requests need ``Authorization: Bearer <credentials["api_key"]>`` (else 401, as OpenAI answers).
+Requests to a conversation's endpoint need ``Authorization: Bearer <credentials["api_key"]>`` (else 401, as
+OpenAI answers); the bare base URL (``base_url``, for clients started by hand) takes any bearer key.
 
 A "generic model" is the lowest-effort behaviour, not a vendor claim. For each request, with the utterance = the
 last user message:
@@ -19,7 +20,7 @@ last user message:
 * else the answer: ``answerer.answer(BrainRequest(utterance, language, history, context))`` where ``history``
   = the user/assistant text messages before the utterance, ``context`` = the passages in tool results since
   the utterance (split at ``---`` lines) followed by the passages in the system prompt (the
-  ``Hospital information:`` block of ``adapters.prompts``, one passage per ``[n]`` header), and ``language``
+  ``Hospital information:`` block, one passage per ``[n]`` number), and ``language``
   = ``metadata.language`` when the client sends it (else None: the answerer guesses).
 
 With ``stream_options.include_usage`` a final ``choices: []`` chunk carries token usage (≈ 4 characters per
@@ -74,8 +75,8 @@ MODEL_ID = "emulated-generic"
 NO_ANSWER = "I'm sorry, I could not find that information."
 #: where the passages start in a system prompt built by ``adapters.prompts``
 CONTEXT_MARKER = "Hospital information:"
-#: a passage header line: ``[1] …`` or ``[doc-id] …`` (a markdown link ``[text](url)`` is not one)
-_PASSAGE_HEADER = re.compile(r"^\[[\w.:-]+\](?=[ \t]|$)[ \t]*", re.MULTILINE)
+NO_PASSAGES = "(no passages retrieved)"
+_PASSAGE_NUMBER = re.compile(r"(?m)^\[(\d+)\] ")
 _RULE = re.compile(r"^\s*-{3,}\s*$", re.MULTILINE)
 
 
@@ -114,18 +115,21 @@ class OpenAiChatEmulator(RunningEmulator):
 
 
 def passages_in_prompt(text: str) -> list[str]:
-    """The passages of the ``Hospital information:`` block of a system prompt: one per ``[n]`` header line
-    (the header itself dropped), or the whole block when it has no headers."""
-    _, marker, block = text.partition(CONTEXT_MARKER)
+    """The passages of the ``Hospital information:`` block of a system prompt, numbered ``[1] …``, ``[2] …`` at
+    the start of a line (only the next number in sequence starts a passage, so a passage may hold other
+    bracketed lines); the whole block when it has no numbers."""
+    _, marker, block = text.rpartition(CONTEXT_MARKER)
     block = block.strip()
-    if not marker or not block or block.startswith("(no passages"):
+    if not marker or not block or block == NO_PASSAGES:
         return []
-    starts = [m.start() for m in _PASSAGE_HEADER.finditer(block)]
-    if not starts:
+    markers: list[re.Match[str]] = []
+    for match in _PASSAGE_NUMBER.finditer(block):
+        if int(match.group(1)) == len(markers) + 1:
+            markers.append(match)
+    if not markers:
         return [block]
-    starts.append(len(block))
-    return [_PASSAGE_HEADER.sub("", block[a:b], count=1).strip() for a, b in zip(starts, starts[1:], strict=False)
-            if block[a:b].strip()]
+    ends = [m.start() for m in markers[1:]] + [len(block)]
+    return [block[m.end():end].strip() for m, end in zip(markers, ends, strict=True)]
 
 
 def passages_in_tool_output(text: str) -> list[str]:
@@ -213,9 +217,18 @@ class _Handler:
             seen[token], rest = self.control.connect(request.path_qs)
         return seen[token], rest.partition("?")[0].rstrip("/") or "/"
 
+    def authorized(self, request: web.Request) -> bool:
+        """A conversation's endpoint needs the emulator's key; the bare base URL (a client started by hand, e.g.
+        next to ``voice-bench emulate``) takes any bearer key."""
+        header = request.headers.get("Authorization", "")
+        token, _ = split_conversation_path(request.path_qs)
+        if token is None:
+            return header.startswith("Bearer ") and bool(header[len("Bearer "):].strip())
+        return header == f"Bearer {self.api_key}"
+
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         conversation, path = self.conversation_for(request)
-        if request.headers.get("Authorization", "") != f"Bearer {self.api_key}":
+        if not self.authorized(request):
             return _error(401, "Incorrect API key provided (emulated).", "invalid_request_error", "invalid_api_key")
         if request.method == "GET" and path in ("/v1/models", "/models"):
             return web.json_response({"object": "list", "data": [

@@ -1,17 +1,31 @@
-"""The openai-chat emulator driven by the official ``openai`` client: streamed tool calls, answers built from
-the tool result, the final usage chunk, non-streamed completions and every fault kind."""
+"""The openai-chat emulator driven by the official ``openai`` client: routing by the control plane, streamed tool
+calls, answers from the injected answerer (history from the messages, context from the tool results and the
+system prompt), the intent tool, usage, non-streamed completions, auth, and every fault kind per response."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 
 import openai
 import pytest
+from pydantic import ValidationError
 
 from adapters.custom_llm.wire import ChatCompletionRequest, parse_sse_data
-from adapters.emulators.common import EmulatorSettings, FaultPlan
-from adapters.emulators.openai_chat import generic_answer, start, tokenize
+from adapters.emulators._kit.answerer import BrainProfile
+from adapters.emulators._kit.control import ControlPlane
+from adapters.emulators._kit.faults import FaultKey, FaultPlan
+from adapters.emulators._kit.running import EmulatorSettings
+from adapters.emulators.openai_chat import (
+    OpenAiChatEmulator,
+    passages_in_prompt,
+    passages_in_tool_output,
+    start,
+)
+from adapters.intent_tool import INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
+from tests.fakes.answerer import FakeAnswerer
 
 FAST = {"first_token_median_ms": 1, "first_token_sigma": 0, "token_interval_ms": 0, "first_audio_extra_ms": 0}
 QUESTION = "What are the visiting hours?"
@@ -19,20 +33,21 @@ TOOL_OUTPUT = (
     "# Visiting hours\n\n- **Every day** from 14:00 to 20:00\n- At most **2 visitors** per patient\n"
     "- Children under 12 with an adult\n\n---\n\n# Parking\n\nSee [the map](https://example.invalid/map)."
 )
+SYSTEM_PROMPT = (
+    "You are a helpful assistant.\n\nHospital information:\n[1] Cafeteria: open from 8 to 18.\n\n"
+    "[2] Wifi: the network is AZSA-Guest.\nSee [the page](https://example.invalid/wifi).\n"
+)
 TOOLS = [
     {
         "type": "function",
         "function": {
             "name": "lookup_knowledge_base",
             "description": "Search the knowledge base.",
-            "parameters": {
-                "type": "object",
-                "properties": {"query": {"type": "string"}},
-                "required": ["query"],
-            },
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
         },
     }
 ]
+INTENT_TOOL = {"type": "function", "function": {"name": INTENT_TOOL_NAME, "parameters": INTENT_TOOL_PARAMETERS}}
 TIMEOUT_S = 30
 
 
@@ -55,6 +70,10 @@ def chunk_labels(chunks: list) -> list[str]:
     return labels
 
 
+def content(chunks: list) -> str:
+    return "".join(choice.delta.content or "" for chunk in chunks for choice in chunk.choices)
+
+
 async def collect(stream) -> list:
     chunks = []
     async with asyncio.timeout(TIMEOUT_S):
@@ -63,9 +82,19 @@ async def collect(stream) -> list:
     return chunks
 
 
+async def start_emulator(answerer: FakeAnswerer | None = None, **settings) -> OpenAiChatEmulator:
+    return await start(EmulatorSettings(latency=FAST, **settings), control=ControlPlane(),
+                       answerer=answerer or FakeAnswerer(), options={})
+
+
 @pytest.fixture
-async def emulator():
-    running = await start(EmulatorSettings(latency=FAST))
+async def answerer():
+    return FakeAnswerer()
+
+
+@pytest.fixture
+async def emulator(answerer):
+    running = await start_emulator(answerer)
     yield running
     await running.close()
 
@@ -73,8 +102,9 @@ async def emulator():
 _CLIENTS: list[openai.AsyncOpenAI] = []
 
 
-def client(running, **kwargs) -> openai.AsyncOpenAI:
-    made = openai.AsyncOpenAI(base_url=running.base_url, api_key="emulated", max_retries=0, **kwargs)
+def client(running: OpenAiChatEmulator, base_url: str | None = None, **kwargs) -> openai.AsyncOpenAI:
+    made = openai.AsyncOpenAI(base_url=base_url or running.base_url, api_key=running.credentials["api_key"],
+                              max_retries=0, **kwargs)
     _CLIENTS.append(made)
     return made
 
@@ -88,33 +118,24 @@ async def close_clients():
 
 def tool_turn_messages(call_id: str, arguments: str, output: str = TOOL_OUTPUT) -> list[dict]:
     return [
-        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": QUESTION},
-        {
-            "role": "assistant",
-            "tool_calls": [
-                {
-                    "id": call_id,
-                    "type": "function",
-                    "function": {"name": "lookup_knowledge_base", "arguments": arguments},
-                }
-            ],
-        },
+        {"role": "assistant", "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "lookup_knowledge_base", "arguments": arguments}}
+        ]},
         {"role": "tool", "tool_call_id": call_id, "content": output},
     ]
 
 
-async def test_official_client_streams_tool_call_then_answer_from_tool_output(emulator):
+# --------------------------------------------------------------------------- the generic model
+
+
+async def test_official_client_streams_tool_call_then_answer_from_the_answerer(emulator, answerer):
     oai = client(emulator)
-    first = await collect(
-        await oai.chat.completions.create(
-            model="gpt-4.1-mini",
-            messages=[{"role": "user", "content": QUESTION}],
-            tools=TOOLS,
-            stream=True,
-            stream_options={"include_usage": True},
-        )
-    )
+    first = await collect(await oai.chat.completions.create(
+        model="gpt-4.1-mini", messages=[{"role": "system", "content": SYSTEM_PROMPT},
+                                        {"role": "user", "content": QUESTION}],
+        tools=TOOLS, stream=True, stream_options={"include_usage": True}))
     calls = [c for chunk in first for choice in chunk.choices for c in choice.delta.tool_calls or []]
     assert calls[0].function.name == "lookup_knowledge_base" and calls[0].id
     assert len(calls) >= 3, "arguments must arrive as several deltas"
@@ -122,52 +143,160 @@ async def test_official_client_streams_tool_call_then_answer_from_tool_output(em
     assert json.loads(arguments) == {"query": QUESTION}
     assert first[-1].usage is not None and first[-1].usage.total_tokens > 0 and first[-1].choices == []
     assert chunk_labels(first)[-2:] == ["finish:tool_calls", "usage"]
+    assert answerer.requests == [], "the tool call needs no answer yet"
 
-    second = await collect(
-        await oai.chat.completions.create(
-            model="gpt-4.1-mini",
-            messages=tool_turn_messages(calls[0].id, arguments),
-            tools=TOOLS,
-            stream=True,
-            stream_options={"include_usage": True},
-        )
-    )
-    text = "".join(choice.delta.content or "" for chunk in second for choice in chunk.choices)
-    assert text == "- **Every day** from 14:00 to 20:00\n- At most **2 visitors** per patient"
+    second = await collect(await oai.chat.completions.create(
+        model="gpt-4.1-mini", messages=tool_turn_messages(calls[0].id, arguments), tools=TOOLS, stream=True,
+        stream_options={"include_usage": True}))
+    request = answerer.requests[-1]
+    assert request.utterance == QUESTION and request.history == [] and request.language is None
+    # the tool's passages first (split at the --- rule), then the passages of the system prompt
+    assert request.context == [
+        "# Visiting hours\n\n- **Every day** from 14:00 to 20:00\n- At most **2 visitors** per patient\n"
+        "- Children under 12 with an adult",
+        "# Parking\n\nSee [the map](https://example.invalid/map).",
+        "Cafeteria: open from 8 to 18.",
+        "Wifi: the network is AZSA-Guest.\nSee [the page](https://example.invalid/wifi).",
+    ]
+    assert content(second) == f"You said: {QUESTION} Context: {request.context[0][:60]}"
     assert second[-1].usage.completion_tokens > 0
     # what the client saw is exactly what the emulator says it sent (minus the [DONE] sentinel)
     assert [r.labels[:-1] for r in emulator.requests] == [chunk_labels(first), chunk_labels(second)]
-    assert [r.stage for r in emulator.requests] == ["tool_call", "answer"]
-    assert QUESTION in emulator.stamps.first_text
+    assert [(r.stage, r.response) for r in emulator.requests] == [("tool_call", None), ("answer", 1)]
+    conversation_id = emulator.requests[-1].conversation_id
+    assert f"{conversation_id}:1" in emulator.stamps.first_text
+
+
+async def test_history_comes_from_the_messages_and_language_from_metadata(emulator, answerer):
+    oai = client(emulator)
+    messages = [
+        {"role": "user", "content": "My name is Alice."},
+        {"role": "assistant", "content": "Nice to meet you, Alice."},
+        {"role": "user", "content": "What is my name?"},
+    ]
+    chunks = await collect(await oai.chat.completions.create(
+        model="m", messages=messages, stream=True, metadata={"language": "en"}))
+    assert content(chunks) == "Your name is Alice."
+    request = answerer.requests[-1]
+    assert [(t.role, t.text) for t in request.history] == [("user", "My name is Alice."),
+                                                          ("assistant", "Nice to meet you, Alice.")]
+    assert request.language == "en" and request.context == []
+    assert all(chunk.usage is None for chunk in chunks), "no usage chunk unless include_usage is asked"
+
+
+async def test_intent_tool_is_called_when_declared_and_the_profile_routes_intents():
+    answerer = FakeAnswerer(intent="clarify")
+    running = await start_emulator(answerer)
+    try:
+        oai = client(running)
+        messages: list[dict] = [{"role": "user", "content": QUESTION}]
+        chunks = await collect(await oai.chat.completions.create(
+            model="m", messages=messages, tools=[INTENT_TOOL], stream=True))
+        calls = [c for chunk in chunks for choice in chunk.choices for c in choice.delta.tool_calls or []]
+        assert calls[0].function.name == INTENT_TOOL_NAME
+        arguments = "".join(c.function.arguments or "" for c in calls)
+        assert json.loads(arguments) == {"intent": "clarify"}
+        messages += [
+            {"role": "assistant", "tool_calls": [
+                {"id": calls[0].id, "type": "function", "function": {"name": INTENT_TOOL_NAME, "arguments": arguments}}
+            ]},
+            {"role": "tool", "tool_call_id": calls[0].id, "content": "ok"},
+        ]
+        answer = await collect(await oai.chat.completions.create(
+            model="m", messages=messages, tools=[INTENT_TOOL], stream=True))
+        assert content(answer) == f"You said: {QUESTION}", "the intent tool's result is no passage"
+        assert [r.stage for r in running.requests] == ["tool_call", "answer"]
+    finally:
+        await running.close()
+
+    quiet = await start_emulator(FakeAnswerer(profile=BrainProfile(route_intents=False)))
+    try:
+        chunks = await collect(await client(quiet).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": QUESTION}], tools=[INTENT_TOOL], stream=True))
+        assert content(chunks) and [r.stage for r in quiet.requests] == ["answer"]
+    finally:
+        await quiet.close()
 
 
 async def test_non_streamed_completion_and_models_endpoint(emulator):
     oai = client(emulator)
     completion = await oai.chat.completions.create(
-        model="gpt-4.1-mini", messages=[{"role": "user", "content": QUESTION}], tools=TOOLS
-    )
+        model="gpt-4.1-mini", messages=[{"role": "user", "content": QUESTION}], tools=TOOLS)
     assert completion.choices[0].finish_reason == "tool_calls"
     assert completion.choices[0].message.tool_calls[0].function.name == "lookup_knowledge_base"
+    plain = await oai.chat.completions.create(model="m", messages=[{"role": "user", "content": QUESTION}])
+    assert plain.choices[0].message.content == f"You said: {QUESTION}" and plain.usage.total_tokens > 0
     models = await oai.models.list()
     assert [m.id for m in models.data] == ["emulated-generic"]
 
 
-async def test_request_without_tools_is_answered_from_the_knowledge_base(emulator):
-    oai = client(emulator)
-    chunks = await collect(
-        await oai.chat.completions.create(
-            model="gpt-4.1-mini", messages=[{"role": "user", "content": QUESTION}], stream=True
-        )
-    )
-    text = "".join(choice.delta.content or "" for chunk in chunks for choice in chunk.choices)
-    assert text.strip()
-    assert all(chunk.usage is None for chunk in chunks), "no usage chunk unless include_usage is asked"
-
-
-async def test_invalid_body_is_a_400(emulator):
+async def test_invalid_requests_and_wrong_key_are_refused(emulator):
     oai = client(emulator)
     with pytest.raises(openai.BadRequestError):
         await oai.chat.completions.create(model="m", messages=[])
+    with pytest.raises(openai.BadRequestError):
+        await oai.chat.completions.create(model="m", messages=[{"role": "system", "content": "no user"}])
+    conversation = emulator.control.register(run_id="r", system_id="s", conversation_id="c", attempt=0,
+                                             language=None)
+    endpoint = emulator.endpoint(conversation.token)
+    intruder = openai.AsyncOpenAI(base_url=f"{endpoint.url}/v1", api_key="wrong-key", max_retries=0)
+    _CLIENTS.append(intruder)
+    with pytest.raises(openai.AuthenticationError):
+        await intruder.chat.completions.create(model="m", messages=[{"role": "user", "content": QUESTION}])
+    by_hand = openai.AsyncOpenAI(base_url=emulator.base_url, api_key="any-key", max_retries=0)
+    _CLIENTS.append(by_hand)
+    completion = await by_hand.chat.completions.create(model="m", messages=[{"role": "user", "content": QUESTION}])
+    assert completion.choices[0].message.content
+
+
+# --------------------------------------------------------------------------- routing
+
+
+async def test_requests_are_routed_by_the_conversation_path_and_kept_alive_connections_count_once(emulator):
+    conversation = emulator.control.register(run_id="r", system_id="baseline", conversation_id="c-7", attempt=0,
+                                             language="en")
+    endpoint = emulator.endpoint(conversation.token)
+    assert endpoint.credentials == emulator.credentials
+    oai = client(emulator, base_url=f"{endpoint.url}/v1")
+    for _ in range(3):
+        await collect(await oai.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": QUESTION}], stream=True))
+    assert conversation.connections == 1, "one kept-alive client connection, however many requests"
+    assert conversation.responses == 3
+    assert {r.conversation_id for r in emulator.requests} == {"c-7"}
+    assert [r.response for r in emulator.requests] == [1, 2, 3]
+    other = client(emulator, base_url=f"{endpoint.url}/v1")
+    await collect(await other.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": QUESTION}], stream=True))
+    assert conversation.connections == 2
+
+
+def test_passages_in_the_system_prompt_and_in_tool_output():
+    assert passages_in_prompt(SYSTEM_PROMPT) == [
+        "Cafeteria: open from 8 to 18.", "Wifi: the network is AZSA-Guest.\nSee [the page](https://example.invalid/wifi)."]
+    numbered = "Hospital information:\n[1] Parking\n[3] not a marker\n\n[2] Wifi\n[x] kept"
+    assert passages_in_prompt(numbered) == ["Parking\n[3] not a marker", "Wifi\n[x] kept"]
+    assert passages_in_prompt("Hospital information:\nplain text, no headers") == ["plain text, no headers"]
+    assert passages_in_prompt("Hospital information:\n(no passages retrieved)\n") == []
+    assert passages_in_prompt("You are a helpful assistant.") == []
+    assert passages_in_tool_output("a\n\n---\n\nb") == ["a", "b"]
+    assert passages_in_tool_output("No matching passages.") == []
+
+
+def test_unknown_emulator_options_are_refused():
+    with pytest.raises(ValidationError):
+        asyncio.run(start(EmulatorSettings(), control=ControlPlane(), answerer=FakeAnswerer(),
+                          options={"fault_after_chunk": 1}))
+
+
+def test_the_emulator_does_not_import_the_in_house_stack():
+    code = ("import sys, adapters.emulators.openai_chat; "
+            "print(sorted(m for m in sys.modules if m.startswith('adapters.inhouse')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert result.stdout.strip() == "[]"
+
+
+# --------------------------------------------------------------------------- faults
 
 
 @pytest.mark.parametrize(
@@ -181,14 +310,12 @@ async def test_invalid_body_is_a_400(emulator):
     ],
 )
 async def test_faults_reach_the_official_client(kind, expected):
-    settings = EmulatorSettings(latency=FAST, faults=FaultPlan(rate=1.0, kinds=[kind], stall_s=60))
-    running = await start(settings)
+    running = await start_emulator(faults=FaultPlan(rate=1.0, kinds=[kind], stall_s=60))
     try:
         oai = client(running, timeout=2.0 if kind == "stall" else TIMEOUT_S)
         with pytest.raises(expected) as caught:
             stream = await oai.chat.completions.create(
-                model="m", messages=tool_turn_messages("call_1", "{}"), tools=TOOLS, stream=True
-            )
+                model="m", messages=tool_turn_messages("call_1", "{}"), tools=TOOLS, stream=True)
             await collect(stream)
         if kind == "rate_limit":
             assert caught.value.response.headers["retry-after-ms"] == "50"
@@ -200,42 +327,49 @@ async def test_faults_reach_the_official_client(kind, expected):
         await running.close()
 
 
-async def test_first_attempt_only_faults_let_the_retry_through():
-    plan = FaultPlan(rate=1.0, kinds=["error_event"], first_attempt_only=True)
-    running = await start(EmulatorSettings(latency=FAST, faults=plan))
+async def test_faults_are_picked_per_response_by_the_kit_picker():
+    plan = FaultPlan(rate=0.5, kinds=["error_event"], seed=11)
+    running = await start_emulator(faults=plan)
     try:
-        oai = client(running)
-        with pytest.raises(openai.APIError):
-            await collect(
-                await oai.chat.completions.create(
-                    model="m", messages=tool_turn_messages("c", "{}"), stream=True
-                )
-            )
-        chunks = await collect(
-            await oai.chat.completions.create(model="m", messages=tool_turn_messages("c", "{}"), stream=True)
-        )
-        assert chunks[-1].choices[0].finish_reason == "stop"
+        conversation = running.control.register(run_id="run-1", system_id="baseline", conversation_id="c-1",
+                                                 attempt=0, language="en")
+        oai = client(running, base_url=f"{running.endpoint(conversation.token).url}/v1")
+        failed = []
+        for response in range(1, 7):
+            try:
+                await collect(await oai.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": QUESTION}], stream=True))
+            except openai.APIError:
+                failed.append(response)
+        expected = [n for n in range(1, 7) if plan.pick(
+            FaultKey(run_id="run-1", system_id="baseline", conversation_id="c-1", response=n, attempt=0))]
+        assert failed == expected and 0 < len(expected) < 6
+        assert [r.response for r in running.requests if "fault:error_event" in r.labels] == expected
     finally:
         await running.close()
 
 
-def test_generic_answer_is_cut_verbatim_from_the_top_passage():
-    answer = generic_answer(TOOL_OUTPUT, 2)
-    assert answer in TOOL_OUTPUT
-    assert "**" in answer and "14:00" in answer, "a generic model keeps markdown and digits"
-    assert generic_answer("Opening at 08:00. Closed on Sunday. Third.", 1) == "Opening at 08:00."
-    assert generic_answer("", 2).startswith("I'm sorry")
-
-
-def test_tokenize_keeps_every_character():
-    text = "Line one **bold**\n- item 2\n"
-    assert "".join(tokenize(text)) == text
+async def test_first_attempt_only_faults_let_the_next_attempt_through():
+    running = await start_emulator(faults=FaultPlan(rate=1.0, kinds=["error_event"], first_attempt_only=True))
+    try:
+        for attempt, fails in ((0, True), (1, False)):
+            conversation = running.control.register(run_id="r", system_id="s", conversation_id="c", attempt=attempt,
+                                                     language=None)
+            oai = client(running, base_url=f"{running.endpoint(conversation.token).url}/v1")
+            request = oai.chat.completions.create(model="m", messages=tool_turn_messages("c", "{}"), stream=True)
+            if fails:
+                with pytest.raises(openai.APIError):
+                    await collect(await request)
+            else:
+                chunks = await collect(await request)
+                assert chunks[-1].choices[0].finish_reason == "stop"
+    finally:
+        await running.close()
 
 
 def test_sse_parser_and_request_model():
     assert parse_sse_data("[DONE]").done
     assert parse_sse_data('{"error": {"message": "x", "type": "server_error"}}').error.type == "server_error"
     request = ChatCompletionRequest.model_validate(
-        {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "call": {"id": "c"}}
-    )
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "call": {"id": "c"}})
     assert request.last_user_text() == "hi" and request.call == {"id": "c"}
