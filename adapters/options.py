@@ -18,8 +18,8 @@ from typing import TypeVar
 from pydantic import BaseModel, ValidationError
 
 from bench.config import SystemConfig
-from bench.protocol.redact import register_secret
 from bench.errors import ConfigError, MissingCredential, MissingExtra
+from bench.protocol.redact import register_secret
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
@@ -47,6 +47,13 @@ def require_live_or_emulated(system: SystemConfig, adapter: str) -> None:
         raise ConfigError(
             f"system {system.id!r}: adapter {adapter} runs in 'live' or 'emulated' mode, not {system.mode!r}"
         )
+
+
+def require_local(system: SystemConfig, adapter: str) -> None:
+    """Refuse ``live`` / ``emulated`` for a system that runs in process."""
+    if system.mode != "local":
+        raise ConfigError(f"system {system.id!r}: adapter {adapter} runs in process in mode 'local', "
+                          f"not {system.mode!r}")
 
 
 def require_env(system_id: str, variable: str) -> str:

@@ -2,6 +2,7 @@
 
 This is the seed's evaluator contract (total, passed, failed, pass_rate, TTFT p50/p95, failures by intent,
 failure details), computed from recorded turns so it works identically for a live run and a stored one.
+Running a system to get those turns is the engine's job (``bench.engine.evaluate``).
 """
 
 from __future__ import annotations
@@ -11,15 +12,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from adapters.base import Adapter
-from adapters.inhouse.adapter import InhouseAdapter
-from bench.config import RunConfig, SystemConfig
-from bench.dataset import GoldenEntry, GoldenSet
-from bench.orchestrator import Orchestrator
+from bench.dataset import GoldenEntry
 from bench.records import TurnRecord
-from bench.runner import run_benchmark
 from bench.scoring import score_turn
-from bench.store import Store
 
 
 @dataclass
@@ -72,23 +67,3 @@ def report_from_records(entries: list[GoldenEntry], records: list[TurnRecord]) -
             for e, r, s in quality if s.compliance_disagrees
         ],
     )
-
-
-async def evaluate_adapter(adapter: Adapter, golden: GoldenSet, *, system: SystemConfig | None = None,
-                           store: Store | None = None, trials: int = 1) -> VoiceEvalReport:
-    """Run ``golden`` through ``adapter`` (recording into ``store``, or an in-memory one) and report."""
-    system = system or SystemConfig(id=adapter.system_id, adapter="custom", mode=adapter.mode, concurrency=8)
-    config = RunConfig(dataset=golden.path, trials=trials, systems=[system])
-    own = store is None
-    store = store or Store(":memory:")
-    try:
-        outcome = await run_benchmark(config, golden, store, progress=False, adapters={system.id: adapter})
-        return report_from_records(golden.entries, store.turns(outcome.run_id, system.id))
-    finally:
-        if own:
-            store.close()
-
-
-async def evaluate_orchestrator(orchestrator: Orchestrator, golden: GoldenSet, **kwargs) -> VoiceEvalReport:
-    """Evaluate an in-house orchestrator object directly (the seed's ``VoiceEvaluator`` usage)."""
-    return await evaluate_adapter(InhouseAdapter("inhouse", orchestrator), golden, **kwargs)

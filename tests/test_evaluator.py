@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import EchoOrchestrator
 
-from bench.evaluator import evaluate_orchestrator
+from bench.engine.evaluate import evaluate_orchestrator
 from bench.gate import evaluate_gate
 from bench.store import Store
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.inhouse.adapter import InhouseAdapter, require_local
-from adapters.options import parse_options
+from adapters.inhouse.adapter import InhouseAdapter
+from adapters.options import parse_options, require_local
 from bench.config import SystemConfig
 from bench.knowledge import KnowledgeBase, load_knowledge_base
 from bench.orchestrator import QueryRequest, QueryResponse

@@ -22,9 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.options import parse_options
+from adapters.options import parse_options, require_local
 from bench.config import SystemConfig
-from bench.errors import ConfigError
 from bench.orchestrator import Orchestrator, QueryRequest, QueryResponse, load_orchestrator
 from bench.protocol import (
     AdapterError,
@@ -129,13 +128,6 @@ class InhouseAdapter:
 
     async def open_session(self, spec: SessionSpec) -> InhouseSession:
         return InhouseSession(self.orchestrator, spec, self.capabilities)
-
-
-def require_local(system: SystemConfig, adapter: str) -> None:
-    """Refuse ``live`` / ``emulated`` for a system that runs in process."""
-    if system.mode != "local":
-        raise ConfigError(f"system {system.id!r}: adapter {adapter} runs in process in mode 'local', "
-                          f"not {system.mode!r}")
 
 
 def create(system: SystemConfig) -> InhouseAdapter:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from bench.protocol.capabilities import Capabilities
 from bench.protocol.errors import AdapterError, ErrorCode
 from bench.protocol.events import ErrorEvent, Event, ResponseDone
+from bench.protocol.redact import redact
 
 
 class AudioFormat(BaseModel):
@@ -183,10 +184,10 @@ class StreamingSession(Session):
     def fail(self, exc: BaseException) -> None:
         """End the stream with a fatal error built from ``exc``."""
         if isinstance(exc, AdapterError):
-            error = ErrorEvent(message=str(exc), code=exc.code, retryable=exc.retryable,
+            error = ErrorEvent(message=redact(str(exc)), code=exc.code, retryable=exc.retryable,
                                retry_after_s=exc.retry_after_s, vendor_code=exc.vendor_code, fatal=True)
         else:
-            error = ErrorEvent(message=f"unexpected {type(exc).__name__}: {exc}", code=ErrorCode.INTERNAL,
+            error = ErrorEvent(message=redact(f"unexpected {type(exc).__name__}: {exc}"), code=ErrorCode.INTERNAL,
                                retryable=False, fatal=True)
         self.emit(error)
 
