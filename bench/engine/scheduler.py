@@ -108,7 +108,8 @@ def system_info(system: SystemConfig, adapter: Any) -> SystemInfo:
     label = system.id + (" (EMULATED)" if system.mode == "emulated" else "")
     return SystemInfo(id=system.id, adapter=system.adapter, mode=system.mode, role=system.role, label=label,
                       details={"concurrency": system.concurrency, "timeout_s": system.timeout_s,
-                               "capabilities": adapter.capabilities.model_dump(), "options": system.options})
+                               "capabilities": adapter.capabilities.model_dump(), "options": system.options,
+                               "notes": list(getattr(adapter, "notes", []))})
 
 
 def _stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 from bench import metrics
-from bench.report import write_report
 from bench.perf.synthetic import build_synthetic_run, synthetic_golden
+from bench.report import write_report
 from bench.store import Store
 
 TARGET_S = 10.0

@@ -5,7 +5,10 @@ turns DataFrame API."""
 from __future__ import annotations
 
 import asyncio
+import shutil
 import time
+
+import pytest
 
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.engine.scheduler import run_benchmark
@@ -231,3 +234,26 @@ async def test_audio_input_measures_caller_heard_latency_and_keeps_the_recording
     artifacts = store.artifacts(outcome.run_id)
     assert len(artifacts) == len(entries)
     assert all((tmp_path / "reports" / a["path"]).is_file() for a in artifacts)
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
+async def test_inhouse_takes_audio_through_its_speech_front_end(golden, tmp_path):
+    from adapters.inhouse.adapter import InhouseAdapter, SpeechInput
+    from bench.audio.speech import SpeechSynthesizer
+    from tests.fakes.orchestrator import MemoryOrchestrator
+
+    adapter = InhouseAdapter("inhouse", MemoryOrchestrator(), speech_input=SpeechInput(endpointing_silence_ms=300))
+    store = Store(tmp_path / "s.sqlite")
+    entries = golden.entries[:2]
+    outcome = await run_benchmark(RunConfig(systems=[_system(id="inhouse", timeout_s=20)]),
+                                  golden.model_copy(update={"entries": entries}), store, progress=False,
+                                  adapters={"inhouse": adapter}, input_mode="audio",
+                                  synthesizer=SpeechSynthesizer(tmp_path / "speech"))
+    records = {r.entry_id: r for r in store.turns(outcome.run_id)}
+    for entry in entries:
+        record = records[entry.id]
+        assert record.status == "succeeded", record.failure_reason
+        assert record.answer == f"You said: {entry.phone_question}"  # the oracle transcript reached the stack
+        assert record.ttft_ms >= 250  # the endpointer waited for 300 ms of silence (16 ms hops)
+    notes = store.get_run(outcome.run_id).systems[0].details["notes"]
+    assert "oracle transcript" in notes[0]
