@@ -1,55 +1,40 @@
-"""ElevenLabs Agents adapter: the conversation socket, live (URL from the official SDK) or against the
-emulator.
+"""ElevenLabs Agents as a system under test: one agent conversation (one socket) per harness conversation.
 
-One conversation per turn. The knowledge base reaches the agent in context: the top-k passages for the
-question go into the prompt override of ``conversation_initiation_client_data`` (the agent's security settings
-must allow the prompt, first-message and language overrides, or set the matching ``override_*`` option to
-false). The agent must have a client tool named ``set_conversational_intent`` (parameters:
-``adapters.intent_tool.INTENT_TOOL_PARAMETERS``, "wait for response" on) — tools cannot be added per
-conversation.
+``open_session`` gets the conversation URL from the official SDK (``sdk.conversation_url``: a signed URL, or the
+public URL for agents without authentication), opens the socket with the shared transport and starts an
+``ElevenLabsSession``. Live mode uses the SDK's default environment (or ``base_url``) and ``ELEVENLABS_API_KEY``;
+emulated mode runs the same code against ``spec.endpoint.url`` with the endpoint's placeholder key.
 
-Usage: the socket reports none; the adapter meters connected seconds (``billed_minutes`` = connected seconds /
-60; ElevenLabs bills agent conversations by the minute) and audio seconds both ways; ``vendor_cost_usd`` only
-with ``fetch_cost`` (live; see ``live.py``). The last ``ping_ms`` the server reports is kept as
-``vendor_latency_ms["elevenlabs_ping_ms"]`` (network round trip, not agent latency).
+The agent must be set up for the benchmark: its security settings must allow the prompt, first-message and
+language overrides (or turn the matching ``override_*`` option off), and it needs a client tool named
+``set_conversational_intent`` (parameters: ``adapters.intent_tool.INTENT_TOOL_PARAMETERS``; tools cannot be
+added per conversation) for intent labels. Output and input audio formats must be PCM (``pcm_16000``).
 
 Options (``system.options``): ``agent_id`` (required live), ``requires_auth`` (signed URL, default true),
-``base_url`` (live: SDK base URL), ``text_only``, ``kb_top_k``, ``override_prompt`` / ``override_language`` /
-``override_first_message``, ``idle_timeout_s``, ``end_of_turn`` (``complete_event``: the agent must send
-``agent_response_complete``, enable it in the agent's client events; or ``idle``), ``end_of_turn_idle_s``,
-``audio_chunk_ms``, ``silence_tail_ms``, ``pace_audio``, ``fetch_cost``, ``cost_wait_s``, ``trace``, and for
-emulated mode ``emulator`` / ``latency`` / ``faults`` / ``brain``.
+``base_url`` (live: SDK base URL), ``text_only``, ``override_prompt`` / ``override_language`` /
+``override_first_message``, ``dynamic_variables`` (plus ``spec.metadata``), ``intent_tool`` (the agent has the
+intent tool), ``response_complete_event`` (the agent lists ``agent_response_complete`` in its client events:
+wait for it instead of the quiet period), ``response_quiet_s``, ``fetch_cost`` / ``cost_wait_s`` (read the cost
+back after hanging up), ``trace`` (keep the message types on the session as ``session.trace``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
-import urllib.parse
-from collections.abc import AsyncIterator
-from typing import Any, Literal
+import functools
 
+import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.base import AdapterBase, Capabilities, NormalizedEvent, TurnDone, TurnInput, Usage
-from adapters.elevenlabs_agent.live import API_KEY_VAR
-from adapters.elevenlabs_agent.session import (
-    Trace,
-    TurnOutcome,
-    TurnSettings,
-    build_initiation,
-    run_conversation_turn,
-)
-from adapters.emulators.common import RunningEmulator, split_emulator_options
-from adapters.openai_realtime.adapter import turn_key
-from adapters.openai_realtime.transport import WebsocketTransport
+from adapters._shared.ws import WebsocketTransport
+from adapters.elevenlabs_agent import sdk, wire
+from adapters.elevenlabs_agent.initiation import agent_prompt, build_initiation
+from adapters.elevenlabs_agent.session import ElevenLabsSession, SessionSettings
 from adapters.options import parse_options, require_env, require_extra, require_live_or_emulated
-from adapters.prompts import instructions_with_context
 from bench.config import SystemConfig
 from bench.errors import ConfigError
-from bench.knowledge import load_knowledge_base
+from bench.protocol import Capabilities, SessionSpec
 
-EMULATOR_ID = "elevenlabs-agent"
 EMULATED_AGENT_ID = "agent_emulated"
 
 
@@ -60,152 +45,109 @@ class ElevenLabsAgentOptions(BaseModel):
     requires_auth: bool = True
     base_url: str | None = None
     text_only: bool = False
-    kb_top_k: int = Field(default=3, ge=0)
     override_prompt: bool = True
     override_language: bool = True
     override_first_message: bool = True
-    idle_timeout_s: float | None = Field(default=None, gt=0)
-    end_of_turn: Literal["complete_event", "idle"] = "complete_event"
-    end_of_turn_idle_s: float = Field(default=1.5, gt=0)
-    audio_chunk_ms: int = Field(default=250, ge=10, le=5000)
-    silence_tail_ms: int = Field(default=600, ge=0, le=10_000)
-    pace_audio: bool = False
+    dynamic_variables: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    intent_tool: bool = True
+    response_complete_event: bool = False
+    response_quiet_s: float = Field(default=1.0, gt=0, le=30)
     fetch_cost: bool = False
     cost_wait_s: float = Field(default=30.0, ge=0)
     trace: bool = False
-    emulator: dict[str, Any] = Field(default_factory=dict)
-    latency: dict[str, Any] | None = None
-    faults: dict[str, Any] | None = None
-    brain: dict[str, Any] = Field(default_factory=dict)
 
 
-class ElevenLabsAgentAdapter(AdapterBase):
+class ElevenLabsAgentAdapter:
     """A system backed by an ElevenLabs agent (or its emulator)."""
 
     def __init__(self, system: SystemConfig, options: ElevenLabsAgentOptions):
         self.system_id = system.id
         self.mode = system.mode
         self.options = options
-        self.idle_timeout_s = options.idle_timeout_s or min(15.0, system.timeout_s / 2)
+        voice = not options.text_only
         self.capabilities = Capabilities(
             text_input=True,
-            audio_input=True,
+            audio_input=voice,
             streaming_output=True,
-            audio_output=not options.text_only,
-            tool_events=True,
-            interruption=False,
+            audio_output=voice,
+            tool_events=options.intent_tool,
+            interruption=True,
             usage=True,
+            server_vad=voice,
+            multi_turn=True,
         )
-        self.emulator: RunningEmulator | None = None
-        self.last_trace: Trace | None = None
-        self.last_conversation_id: str | None = None
+        self._http: httpx.AsyncClient | None = None
 
     async def start(self) -> None:
-        if self.mode == "emulated" and self.emulator is None:
-            from adapters.emulators.registry import start_emulator
-
-            settings, extra = split_emulator_options(self.options, forward=("brain",))
-            self.emulator = await start_emulator(EMULATOR_ID, settings, **extra)
+        self._pool()
 
     async def close(self) -> None:
-        if self.emulator is not None:
-            emulator, self.emulator = self.emulator, None
-            await emulator.close()
+        if self._http is not None:
+            http, self._http = self._http, None
+            await http.aclose()
 
-    async def _target(self, turn: TurnInput) -> tuple[str, dict[str, str]]:
-        agent_id = self.options.agent_id or EMULATED_AGENT_ID
-        if self.mode == "live":
-            from adapters.elevenlabs_agent.live import conversation_url
+    def _pool(self) -> httpx.AsyncClient:
+        if self._http is None:  # emulators are on loopback: no proxy from the environment
+            self._http = httpx.AsyncClient(timeout=30.0, trust_env=self.mode != "emulated")
+        return self._http
 
-            url = await conversation_url(
-                agent_id, requires_auth=self.options.requires_auth, base_url=self.options.base_url
-            )
-            return url, {}
-        if self.emulator is None:
-            raise ConfigError(f"system {self.system_id!r}: emulated adapter used before start()")
-        base = (
-            "ws" + self.emulator.url[len("http") :]
-            if self.emulator.url.startswith("http")
-            else self.emulator.url
-        )
-        url = f"{base}/v1/convai/conversation?{urllib.parse.urlencode({'agent_id': agent_id})}"
-        headers = {
-            "x-bench-turn": turn_key(turn),
-            "x-bench-utterance": urllib.parse.quote(turn.text),
-            "x-bench-language": turn.language,
-        }
-        return url, headers
+    def _target(self, spec: SessionSpec) -> tuple[str | None, str]:
+        """(SDK base URL, API key) for one conversation."""
+        endpoint = spec.endpoint
+        if endpoint is not None and endpoint.emulated:
+            return endpoint.url, endpoint.credentials.get("api_key", "emulated-key")
+        base_url = endpoint.url if endpoint is not None else self.options.base_url
+        return base_url, require_env(self.system_id, sdk.API_KEY_VAR)
 
-    def turn_settings(self, turn: TurnInput) -> TurnSettings:
+    def settings(self, spec: SessionSpec) -> SessionSettings:
         options = self.options
-        passages = (
-            load_knowledge_base().search(turn.text, k=options.kb_top_k, language=turn.language)
-            if options.kb_top_k
-            else []
-        )
-        initiation = build_initiation(
-            instructions_with_context(passages) if options.override_prompt else None,
-            turn.language if options.override_language else None,
-            first_message="" if options.override_first_message else None,
+        return SessionSettings(text_only=options.text_only, response_complete_event=options.response_complete_event,
+                               response_quiet_s=options.response_quiet_s, idle_timeout_s=spec.idle_timeout_s,
+                               trace=options.trace)
+
+    def initiation(self, spec: SessionSpec) -> wire.ConversationInitiationClientData:
+        options = self.options
+        return build_initiation(
+            prompt=agent_prompt(spec.context, spec.instructions) if options.override_prompt else None,
+            language=spec.language if options.override_language else None,
+            empty_first_message=options.override_first_message,
             text_only=options.text_only,
-            user_id=turn.user_id,
-        )
-        return TurnSettings(
-            initiation=initiation,
-            idle_timeout_s=self.idle_timeout_s,
-            end_of_turn=options.end_of_turn,
-            end_of_turn_idle_s=options.end_of_turn_idle_s,
-            expect_audio=not options.text_only,
-            audio_chunk_ms=options.audio_chunk_ms,
-            silence_tail_ms=options.silence_tail_ms,
-            pace_audio=options.pace_audio,
-            retrieved_context=[p.document.body for p in passages],
+            dynamic_variables={**options.dynamic_variables, **spec.metadata},
+            user_id=spec.user_id,
         )
 
-    async def run_turn(self, turn: TurnInput) -> AsyncIterator[NormalizedEvent]:
-        settings = self.turn_settings(turn)
-        trace: Trace | None = [] if self.options.trace else None
-        self.last_trace = trace
-        outcome = TurnOutcome()
-        url, headers = await self._target(turn)
-        opened = time.monotonic()
-        transport = await WebsocketTransport.open(url, headers, open_timeout=self.idle_timeout_s)
-        done: TurnDone | None = None
+    async def open_session(self, spec: SessionSpec) -> ElevenLabsSession:
+        base_url, api_key = self._target(spec)
+        client = sdk.sdk_client(base_url, api_key, self._pool())
+        agent_id = self.options.agent_id or EMULATED_AGENT_ID
+        url = await sdk.conversation_url(client, agent_id, requires_auth=self.options.requires_auth,
+                                         base_url=base_url)
+        transport = await WebsocketTransport.open(url, open_timeout=spec.idle_timeout_s)
+        cost_reader = None
+        if self.options.fetch_cost:
+            cost_reader = functools.partial(_cost_usd, client, wait_s=self.options.cost_wait_s)
+        session = ElevenLabsSession(transport, spec, self.settings(spec), self.capabilities,
+                                    cost_reader=cost_reader)
         try:
-            async for event in run_conversation_turn(transport, turn, settings, outcome, trace):
-                if isinstance(event, TurnDone):
-                    done = event
-                else:
-                    yield event
-        finally:
-            with contextlib.suppress(Exception):  # a broken socket must not mask the turn's own outcome
-                await transport.close(graceful=done is not None)
-        connected_s = time.monotonic() - opened
-        self.last_conversation_id = outcome.conversation_id
-        usage = Usage(
-            input_audio_seconds=outcome.input_audio_seconds,
-            output_audio_seconds=outcome.output_audio_bytes / (outcome.output_sample_rate * 2) or None,
-            billed_minutes=connected_s / 60,
-            vendor_latency_ms={"elevenlabs_ping_ms": outcome.last_ping_ms} if outcome.last_ping_ms else {},
-        )
-        if self.mode == "live" and self.options.fetch_cost and outcome.conversation_id:
-            from adapters.elevenlabs_agent.live import conversation_cost
+            await session.start(self.initiation(spec))
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await transport.close(graceful=False)
+            raise
+        return session
 
-            cost = await conversation_cost(
-                outcome.conversation_id, base_url=self.options.base_url, wait_s=self.options.cost_wait_s
-            )
-            usage.vendor_cost_usd = cost.cost_usd
-        yield usage
-        if done is not None:
-            yield done
+
+async def _cost_usd(client: object, conversation_id: str, *, wait_s: float) -> float | None:
+    return (await sdk.conversation_cost(client, conversation_id, wait_s=wait_s)).cost_usd
 
 
 def create(system: SystemConfig) -> ElevenLabsAgentAdapter:
     options = parse_options(system, ElevenLabsAgentOptions)
     require_live_or_emulated(system, "elevenlabs_agent")
     if system.mode == "live":
-        require_env(system.id, API_KEY_VAR)
+        require_env(system.id, sdk.API_KEY_VAR)
         if not options.agent_id:
             raise ConfigError(f"system {system.id!r}: options: agent_id: required in live mode")
         require_extra(system.id, "elevenlabs", "elevenlabs")
     return ElevenLabsAgentAdapter(system, options)
+

@@ -1,304 +1,505 @@
-"""One ElevenLabs Agents conversation turn over a socket, as normalized events.
+"""One ElevenLabs Agents conversation on one socket, as a ``Session``.
 
-Flow: send ``conversation_initiation_client_data`` (prompt override with the knowledge-base passages, empty
-first message, language) → wait for ``conversation_initiation_metadata`` (audio formats) → send the user turn
-(``user_message``, or ``user_audio_chunk`` frames resampled to the announced input rate followed by a silence
-tail for the server's voice-activity detection) → yield ``UserTurnSent`` → read messages: ``ping`` → ``pong``;
-``user_transcript`` → ``Transcript(user)``; ``client_tool_call`` → ``ToolCall`` and an immediate
-``client_tool_result`` ack (``ToolResult``); ``agent_chat_response_part`` deltas (text-only mode) →
-``TextDelta``; ``agent_response`` → the whole text as one ``TextDelta`` when no parts were streamed (voice
-mode sends the text with its first audio chunk); ``audio`` → ``AudioDelta`` (chunks older than the last
-``interruption`` dropped, as the SDK does); ``agent_response_correction`` replaces the text;
-``agent_response_complete`` ends the turn.
+Start (``ElevenLabsSession.start``): send ``conversation_initiation_client_data`` once → wait for
+``conversation_initiation_metadata`` (the conversation id and both audio formats) → ``SessionReady`` → the
+earlier exchanges of ``spec.history``, if any, as one ``contextual_update``. Then one reader runs for the whole
+conversation:
 
-The socket has no commit message: with audio input, ``UserTurnSent`` is yielded after the last speech frame,
-so the vendor's end-of-speech detection counts as latency, as it does for a caller.
+* ``ping`` → ``pong`` (``ping_ms`` kept as the session's network round trip);
+* ``vad_score`` ≥ 0.5 → ``UserSpeechStarted``; ``user_transcript`` → for audio input ``UserSpeechStopped`` (the
+  server's turn detection ended the caller's turn: it starts a new response), then ``Transcript(user)``;
+* ``client_tool_call`` → ``ToolCall``, a ``client_tool_result`` ack at once, ``ToolResult`` (the intent tool's
+  arguments become the response's intent and target language);
+* ``agent_chat_response_part`` deltas (text-only) → ``TextDelta``; ``agent_response`` → the whole text as one
+  ``TextDelta`` when no parts were streamed (voice: it comes with the first audio chunk);
+* ``audio`` → ``AgentSpeechStarted`` once, ``AudioDelta`` resampled to the session's rate; audio with an
+  ``event_id`` at or below the last interruption is dropped, as the SDK does;
+* ``interruption`` (the server heard the caller barge in) → ``AgentSpeechStopped``, ``Interrupted(by="vendor")``
+  and ``ResponseDone(status="interrupted")``;
+* ``client_error`` → a fatal error (its ``error_type`` decides the code); a normal close by the agent (its
+  end-call tool) ends the session after the response it was giving.
 
-End of the agent's turn: ``end_of_turn="complete_event"`` (default) waits for ``agent_response_complete``; the
-agent must list it in its client events, and silence in its place is a (retryable) stall. ``"idle"`` is for
-agents that do not send it: the turn ends ``end_of_turn_idle_s`` after the last agent frame once the response
-text (and, in voice mode, its audio) has started — completion then includes that wait, and a stall in the
-middle of the audio cannot be told from the end of the answer.
+Input: ``send_text`` = ``user_message``; ``push_audio`` = ``user_audio_chunk`` resampled from the canonical 24 kHz
+to the announced input rate (``pcm_16000`` by default). The server detects the end of the caller's speech, so
+``end_input`` sends nothing. ``update_context`` = ``contextual_update``. ElevenLabs has no cancel message:
+``interrupt`` stops the response on the client side (its remaining audio is dropped, as an app stops playback)
+and reports ``Interrupted(by="caller")``; the agent itself is interrupted by the caller's voice or next message.
+
+End of a response: ``agent_response_complete`` is delivered only when the agent lists it in its client events,
+so it ends a response when it comes but is not waited for unless ``response_complete_event`` says the agent sends
+it. Otherwise a response ends ``response_quiet_s`` after its last frame once its text (``agent_response``) and,
+in voice mode, its audio have arrived — completion then includes that quiet period. A response awaited with no
+agent frame (pings do not count) for ``spec.idle_timeout_s`` is a stall.
+
+Usage: the socket reports none; ``close_connection`` emits ``Usage(scope="session")`` with the connected minutes
+(ElevenLabs bills agent conversations by the minute), the last ping and, given a cost reader (``fetch_cost``), the
+cost read back from the conversation (``sdk.conversation_cost``). Audio seconds are not metered here: the engine
+counts them from the ``AudioDelta``s and the frames it pushed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import json
-from collections.abc import AsyncIterator
-from typing import Any, Literal
+import binascii
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from websockets.exceptions import ConnectionClosed
+from pydantic import BaseModel
+from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
-from adapters.base import (
+from adapters._shared.ws import Transport
+from adapters.elevenlabs_agent import wire
+from adapters.elevenlabs_agent.errors import client_error, close_error
+from adapters.elevenlabs_agent.initiation import context_update_text, history_text
+from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
+from bench.audio.pcm import resample_pcm16
+from bench.protocol import (
     AdapterError,
+    AgentSpeechStarted,
+    AgentSpeechStopped,
     AudioDelta,
-    NormalizedEvent,
+    Capabilities,
+    ContextUpdate,
+    ErrorCode,
+    ErrorEvent,
+    Interrupted,
+    ResponseDone,
+    SessionReady,
+    SessionSpec,
+    StreamingSession,
     TextDelta,
     ToolCall,
     ToolResult,
     Transcript,
-    TurnDone,
-    TurnInput,
+    Usage,
+    UserSpeechStarted,
+    UserSpeechStopped,
     UserTurnSent,
 )
-from adapters.elevenlabs_agent import wire
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
-from adapters.openai_realtime.session import resample_pcm16
-from adapters.openai_realtime.transport import Transport, redact
+from bench.protocol.redact import redact
 
 TOOL_ACK = "ok"
+#: a ``vad_score`` at or above this means the caller is speaking
+SPEECH_SCORE = 0.5
 Trace = list[tuple[str, str]]
+#: reads the conversation's cost in USD back from the vendor after hanging up
+CostReader = Callable[[str], Awaitable[float | None]]
 
 
-class TurnSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SessionSettings(BaseModel):
+    """The per-conversation knobs the adapter derives from its options."""
 
-    initiation: dict[str, Any]
-    idle_timeout_s: float = Field(default=15.0, gt=0)
-    end_of_turn: Literal["complete_event", "idle"] = "complete_event"
-    end_of_turn_idle_s: float = Field(default=1.5, gt=0)
-    expect_audio: bool = True
-    audio_chunk_ms: int = Field(default=250, ge=10)
-    silence_tail_ms: int = Field(default=600, ge=0)
-    pace_audio: bool = False
-    retrieved_context: list[str] = Field(default_factory=list)
+    text_only: bool = False
+    response_complete_event: bool = False
+    response_quiet_s: float = 1.0
+    idle_timeout_s: float = 15.0
+    trace: bool = False
 
 
-class TurnOutcome(BaseModel):
-    """What the adapter needs after the turn for metering (filled while the turn runs)."""
+@dataclass
+class _Response:
+    """One agent response while it is being received."""
 
-    conversation_id: str | None = None
-    input_audio_seconds: float | None = None
-    output_audio_bytes: int = 0
-    output_sample_rate: int = 16000
-    last_ping_ms: float | None = None
-
-
-def build_initiation(
-    instructions: str | None,
-    language: str | None,
-    *,
-    first_message: str | None,
-    text_only: bool,
-    user_id: str | None = None,
-) -> dict[str, Any]:
-    """``conversation_initiation_client_data`` with the overrides the agent must allow (security settings)."""
-    agent: dict[str, Any] = {}
-    if instructions is not None:
-        agent["prompt"] = {"prompt": instructions}
-    if first_message is not None:
-        agent["first_message"] = first_message
-    if language is not None:
-        agent["language"] = language
-    override: dict[str, Any] = {"agent": agent} if agent else {}
-    if text_only:
-        override["conversation"] = {"text_only": True}
-    message = wire.ConversationInitiationClientData(conversation_config_override=override, user_id=user_id)
-    return json.loads(wire.dump(message))
-
-
-def error_from_close(exc: ConnectionClosed) -> AdapterError:
-    frame = exc.rcvd
-    code = frame.code if frame else 1006
-    reason = f" {frame.reason}" if frame and frame.reason else ""
-    # 1002/1003/1007/1008 are protocol or policy refusals (bad override, quota, auth) that a retry repeats
-    retryable = code not in (1002, 1003, 1007, 1008)
-    return AdapterError(
-        f"connection closed mid-turn (code {code}{reason})",
-        retryable=retryable,
-        code="disconnect" if retryable else f"close_{code}",
-    )
-
-
-def error_from_client_error(message: wire.ClientError) -> AdapterError:
-    payload = message.client_error_event
-    kind = str(payload.get("error_type") or payload.get("type") or payload.get("code") or "unknown")
-    text = str(payload.get("message") or payload.get("reason") or "")
-    retryable = any(
-        word in kind.lower() for word in ("internal", "server", "timeout", "unavailable", "overload")
-    )
-    return AdapterError(redact(f"client_error {kind}: {text}"), retryable=retryable, code=kind)
-
-
-async def run_conversation_turn(
-    transport: Transport,
-    turn: TurnInput,
-    settings: TurnSettings,
-    outcome: TurnOutcome,
-    trace: Trace | None = None,
-) -> AsyncIterator[NormalizedEvent]:
-    """Yield the normalized events of one turn (no ``Usage``: the adapter meters after closing the socket)."""
-    try:
-        async for event in _run(transport, turn, settings, outcome, trace):
-            yield event
-    except ConnectionClosed as exc:
-        raise error_from_close(exc) from None
-    except wire.MalformedMessage as exc:
-        raise AdapterError(f"malformed frame from server: {exc}", retryable=False, code="malformed") from None
-
-
-async def _send(transport: Transport, data: dict[str, Any], trace: Trace | None) -> None:
-    await transport.send(data)
-    if trace is not None:
-        trace.append(("send", wire.client_message_type(data) or "?"))
-
-
-async def _recv(transport: Transport, timeout: float, trace: Trace | None) -> wire.ServerMessage:
-    raw = await asyncio.wait_for(transport.recv(), timeout)
-    message = wire.parse_server_message(raw)
-    if trace is not None:
-        trace.append(("recv", message.type))
-    return message
-
-
-async def _send_pong(
-    transport: Transport, message: wire.Ping, outcome: TurnOutcome, trace: Trace | None
-) -> None:
-    await _send(transport, {"type": "pong", "event_id": message.ping_event.event_id}, trace)
-    if message.ping_event.ping_ms:
-        outcome.last_ping_ms = float(message.ping_event.ping_ms)
-
-
-async def _send_user_audio(
-    transport: Transport, turn: TurnInput, rate: int, settings: TurnSettings, trace: Trace | None
-) -> bytes:
-    pcm = resample_pcm16(turn.audio_pcm16 or b"", turn.sample_rate, rate)
-    step = rate * 2 * settings.audio_chunk_ms // 1000
-    for offset in range(0, len(pcm), step):
-        chunk = pcm[offset : offset + step]
-        await _send(transport, {"user_audio_chunk": base64.b64encode(chunk).decode()}, trace)
-        if settings.pace_audio:
-            await asyncio.sleep(len(chunk) / (rate * 2))
-    return pcm
-
-
-async def _send_silence(transport: Transport, rate: int, settings: TurnSettings, trace: Trace | None) -> None:
-    remaining = rate * 2 * settings.silence_tail_ms // 1000
-    step = rate * 2 * settings.audio_chunk_ms // 1000
-    while remaining > 0:
-        size = min(step, remaining)
-        await _send(transport, {"user_audio_chunk": base64.b64encode(bytes(size)).decode()}, trace)
-        remaining -= size
-        if settings.pace_audio:
-            await asyncio.sleep(size / (rate * 2))
-
-
-async def _run(
-    transport: Transport, turn: TurnInput, settings: TurnSettings, outcome: TurnOutcome, trace: Trace | None
-) -> AsyncIterator[NormalizedEvent]:
-    await _send(transport, settings.initiation, trace)
-    input_rate = 16000
-    while True:
-        try:
-            message = await _recv(transport, settings.idle_timeout_s, trace)
-        except TimeoutError:
-            raise AdapterError(
-                "stalled: no conversation_initiation_metadata", retryable=True, code="stall"
-            ) from None
-        if isinstance(message, wire.ConversationInitiationMetadata):
-            meta = message.conversation_initiation_metadata_event
-            outcome.conversation_id = meta.conversation_id
-            outcome.output_sample_rate = wire.audio_format_rate(meta.agent_output_audio_format)
-            input_rate = wire.audio_format_rate(meta.user_input_audio_format)
-            break
-        if isinstance(message, wire.ClientError):
-            raise error_from_client_error(message)
-        if isinstance(message, wire.Ping):
-            await _send_pong(transport, message, outcome, trace)
-
-    if turn.audio_pcm16:
-        pcm = await _send_user_audio(transport, turn, input_rate, settings, trace)
-        outcome.input_audio_seconds = len(pcm) / (input_rate * 2)
-        yield UserTurnSent()
-        await _send_silence(transport, input_rate, settings, trace)
-    else:
-        await _send(transport, {"type": "user_message", "text": turn.text}, trace)
-        yield UserTurnSent()
-
+    id: str
+    origin: Literal["text", "audio", "agent"]
+    started: float
+    last_frame: float
+    transcribed: bool = False
+    responded: bool = False
+    streamed: list[str] = field(default_factory=list)
+    segments: list[str] = field(default_factory=list)
+    audio_bytes: int = 0
     intent: str | None = None
     target_language: str | None = None
-    segments: list[str] = []
-    streamed: list[str] = []
-    last_interrupt = 0
-    responded = False
-    spoke = False
-    while True:
-        idle_ends_turn = settings.end_of_turn == "idle" and responded and (spoke or not settings.expect_audio)
-        timeout = settings.end_of_turn_idle_s if idle_ends_turn else settings.idle_timeout_s
-        try:
-            message = await _recv(transport, timeout, trace)
-        except TimeoutError:
-            if idle_ends_turn:
-                break
-            raise AdapterError(
-                f"stalled: no agent message for {timeout:g} s", retryable=True, code="stall"
-            ) from None
-        if isinstance(message, wire.Ping):
-            await _send_pong(transport, message, outcome, trace)
-        elif isinstance(message, wire.UserTranscript):
-            yield Transcript(role="user", text=message.user_transcription_event.user_transcript)
-        elif isinstance(message, wire.ClientToolCall):
-            call = message.client_tool_call
-            yield ToolCall(call_id=call.tool_call_id, name=call.tool_name, arguments=call.parameters)
-            if call.tool_name == INTENT_TOOL_NAME:
-                intent, target_language = intent_from_arguments(call.parameters)
-                result, is_error = TOOL_ACK, False
-            else:
-                result, is_error = f"unknown tool {call.tool_name}", True
-            await _send(
-                transport,
-                {
-                    "type": "client_tool_result",
-                    "tool_call_id": call.tool_call_id,
-                    "result": result,
-                    "is_error": is_error,
-                },
-                trace,
-            )
-            yield ToolResult(call_id=call.tool_call_id, output=result)
-        elif isinstance(message, wire.AgentChatResponsePart):
-            part = message.text_response_part
-            if part.type == "delta" and part.text:
-                streamed.append(part.text)
-                yield TextDelta(text=part.text)
-        elif isinstance(message, wire.AgentResponse):
-            text = message.agent_response_event.agent_response
-            if not streamed and text:
-                yield TextDelta(text=text)
-            streamed = []
-            segments.append(text.strip())
-            responded = True
-        elif isinstance(message, wire.AgentResponseCorrection):
-            event = message.agent_response_correction_event
-            original = event.original_agent_response.strip()
-            if original in segments:
-                segments[segments.index(original)] = event.corrected_agent_response.strip()
-        elif isinstance(message, wire.Interruption):
-            last_interrupt = message.interruption_event.event_id
-        elif isinstance(message, wire.Audio):
-            if message.audio_event.event_id <= last_interrupt:
-                continue
-            try:
-                pcm = base64.b64decode(message.audio_event.audio_base_64, validate=True)
-            except ValueError as exc:
-                raise AdapterError(
-                    f"malformed audio chunk: {exc}", retryable=False, code="malformed"
-                ) from None
-            outcome.output_audio_bytes += len(pcm)
-            spoke = True
-            yield AudioDelta(pcm16=pcm, sample_rate=outcome.output_sample_rate)
-        elif isinstance(message, wire.AgentResponseComplete):
-            if responded:
-                break
-        elif isinstance(message, wire.ClientError):
-            raise error_from_client_error(message)
+    #: the highest ``event_id`` among the frames of this response
+    event_id: int | None = None
+    done: bool = False
 
-    yield TurnDone(
-        conversational_intent=intent,
-        target_language=target_language,
-        retrieved_context=list(settings.retrieved_context),
-        final_text=" ".join(s for s in segments if s) or None,
-    )
+    @property
+    def spoke(self) -> bool:
+        return self.audio_bytes > 0
+
+    @property
+    def has_output(self) -> bool:
+        return self.responded or self.spoke or bool(self.streamed)
+
+
+class ElevenLabsSession(StreamingSession):
+    """A conversation with an ElevenLabs agent (or its emulator) over one socket."""
+
+    def __init__(self, transport: Transport, spec: SessionSpec, settings: SessionSettings,
+                 capabilities: Capabilities, *, cost_reader: CostReader | None = None):
+        super().__init__(capabilities)
+        self.transport = transport
+        self.spec = spec
+        self.settings = settings
+        self.trace: Trace | None = [] if settings.trace else None
+        self.conversation_id: str | None = None
+        self.input_rate = 16000
+        self.output_rate = 16000
+        self.passages = list(spec.context)
+        self._cost_reader = cost_reader
+        self._lock = asyncio.Lock()
+        self._response: _Response | None = None
+        self._stale_through = 0
+        self._last_event_id = 0
+        self._wake = asyncio.Event()
+        self._user_speaking = False
+        self._audio_since_turn = False
+        self._last_ping_ms: float | None = None
+        self._last_frame = time.monotonic()
+        self._opened = time.monotonic()
+        self._session_usage_sent = False
+        self._hanging_up = False
+
+    # -- start --------------------------------------------------------------------------------------
+    async def start(self, initiation: wire.ConversationInitiationClientData) -> None:
+        """Initiate the conversation and start the reader; raises ``AdapterError`` when it cannot start."""
+        self._opened = time.monotonic()
+        try:
+            await self._send(initiation)
+            meta = await self._await_metadata()
+        except ConnectionClosed as exc:
+            raise close_error(exc) from None
+        except wire.MalformedMessage as exc:
+            raise AdapterError(redact(f"malformed frame from server: {exc}"), code=ErrorCode.MALFORMED) from None
+        for name, audio_format in (("output", meta.agent_output_audio_format),
+                                   ("input", meta.user_input_audio_format)):
+            if not wire.is_pcm(audio_format):
+                raise AdapterError(f"the agent's {name} audio format is {audio_format}; set it to pcm_16000",
+                                   code=ErrorCode.UNSUPPORTED, retryable=False)
+        self.conversation_id = meta.conversation_id
+        self.output_rate = wire.audio_format_rate(meta.agent_output_audio_format)
+        self.input_rate = wire.audio_format_rate(meta.user_input_audio_format)
+        self.emit(SessionReady(vendor_session_id=meta.conversation_id))
+        if self.spec.history:
+            await self._send(wire.ContextualUpdate(text=history_text(self.spec.history)))
+        self.spawn(self._read(), name=f"elevenlabs-reader-{self.spec.conversation_id}")
+
+    async def _await_metadata(self) -> wire.InitiationMetadataEvent:
+        deadline = time.monotonic() + self.settings.idle_timeout_s
+        while True:
+            try:
+                message = await self._recv(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                raise AdapterError(f"no conversation_initiation_metadata within {self.settings.idle_timeout_s:g} s",
+                                   code=ErrorCode.CONNECT) from None
+            if isinstance(message, wire.ConversationInitiationMetadata):
+                return message.conversation_initiation_metadata_event
+            if isinstance(message, wire.ClientError):
+                raise client_error(message)
+            if isinstance(message, wire.Ping):
+                await self._pong(message)
+
+    # -- Session --------------------------------------------------------------------------------------
+    async def send_text(self, text: str) -> None:
+        async with self._lock:
+            self._cut(by="caller")
+            response = self._begin("text")
+            await self._send(wire.UserMessage(text=text))
+            self.emit(UserTurnSent(response_id=response.id))
+
+    async def push_audio(self, frame: bytes) -> None:
+        if self.settings.text_only:
+            raise AdapterError("a text-only conversation takes no audio", code=ErrorCode.UNSUPPORTED, retryable=False)
+        pcm = resample_pcm16(frame, self.spec.audio.sample_rate, self.input_rate)
+        self._audio_since_turn = True
+        await self.transport.send({"user_audio_chunk": base64.b64encode(pcm).decode()})
+        if self.trace is not None:
+            self.trace.append(("send", "user_audio_chunk"))
+
+    async def end_input(self) -> None:
+        """Nothing to send: the server's turn detection ends the caller's turn."""
+        if self.settings.text_only:
+            raise AdapterError("a text-only conversation takes no audio", code=ErrorCode.UNSUPPORTED, retryable=False)
+
+    async def interrupt(self) -> None:
+        async with self._lock:
+            self._cut(by="caller")
+
+    async def update_context(self, update: ContextUpdate) -> None:
+        async with self._lock:
+            await self._send(wire.ContextualUpdate(text=context_update_text(update)))
+            self.passages = list(update.passages)
+
+    async def close_connection(self) -> None:
+        self._hanging_up = True
+        with contextlib.suppress(Exception):  # a broken socket must not keep the session usage back
+            await self.transport.close(graceful=not self.ended)
+        await self._emit_session_usage()
+
+    # -- responses ------------------------------------------------------------------------------------
+    def _begin(self, origin: Literal["text", "audio", "agent"]) -> _Response:
+        now = time.monotonic()
+        self._response = _Response(id=self.new_response_id(), origin=origin, started=now, last_frame=now)
+        self._wake.set()  # the reader now has a deadline to keep
+        return self._response
+
+    def _active(self) -> _Response | None:
+        response = self._response
+        return response if response is not None and not response.done else None
+
+    def _current(self) -> _Response:
+        """The response an agent frame belongs to (one the agent started on its own, e.g. a greeting)."""
+        return self._active() or self._begin("agent")
+
+    def _finish(self, response: _Response, *, interrupted_by: Literal["caller", "vendor"] | None = None) -> None:
+        response.done = True
+        if response.spoke:
+            self.emit(AgentSpeechStopped(response_id=response.id))
+        if interrupted_by is not None:
+            self.emit(Interrupted(response_id=response.id, by=interrupted_by,
+                                  played_ms=response.audio_bytes / 2 / self.output_rate * 1000.0))
+        self.emit(ResponseDone(
+            response_id=response.id, status="completed" if interrupted_by is None else "interrupted",
+            conversational_intent=response.intent, target_language=response.target_language,
+            retrieved_context=list(self.passages), final_text=" ".join(s for s in response.segments if s) or None))
+
+    def _cut(self, *, by: Literal["caller", "vendor"]) -> None:
+        """End the active response as interrupted; its later frames (same event ids) are dropped."""
+        response = self._active()
+        if response is None:
+            return
+        if by == "caller":
+            self._stale_through = max(self._stale_through, self._last_event_id)
+        self._finish(response, interrupted_by=by)
+
+    def _quiet_deadline(self, response: _Response) -> float | None:
+        if self.settings.response_complete_event or not response.responded:
+            return None
+        if not self.settings.text_only and not response.spoke:
+            return None
+        return response.last_frame + self.settings.response_quiet_s
+
+    # -- the reader -----------------------------------------------------------------------------------
+    async def _read(self) -> None:
+        receiving: asyncio.Future[str | bytes] | None = None
+        try:
+            while True:
+                if receiving is None:
+                    receiving = asyncio.ensure_future(self.transport.recv())
+                woken = asyncio.ensure_future(self._wake.wait())
+                done, _ = await asyncio.wait({receiving, woken}, timeout=self._timeout(),
+                                             return_when=asyncio.FIRST_COMPLETED)
+                woken.cancel()
+                self._wake.clear()
+                if receiving not in done:
+                    async with self._lock:
+                        self._check_deadlines()
+                    continue
+                raw, receiving = receiving, None
+                message = await self._parse(raw)
+                if message is None:
+                    return
+                async with self._lock:
+                    await self._handle(message)
+        finally:
+            if receiving is not None:
+                receiving.cancel()
+
+    def _timeout(self) -> float | None:
+        """Seconds until the active response ends quietly or stalls (None: no response awaited)."""
+        response = self._active()
+        if response is None:
+            return None
+        deadlines = [max(self._last_frame, response.started) + self.settings.idle_timeout_s]
+        quiet = self._quiet_deadline(response)
+        if quiet is not None:
+            deadlines.append(quiet)
+        return max(0.0, min(deadlines) - time.monotonic())
+
+    def _check_deadlines(self) -> None:
+        response = self._active()
+        if response is None:
+            return
+        now = time.monotonic()
+        quiet = self._quiet_deadline(response)
+        if quiet is not None and now >= quiet:
+            self._finish(response)
+        elif now >= max(self._last_frame, response.started) + self.settings.idle_timeout_s:
+            raise AdapterError(f"stalled: no agent message for {self.settings.idle_timeout_s:g} s",
+                               code=ErrorCode.STALLED)
+
+    async def _parse(self, raw: asyncio.Future[str | bytes]) -> wire.ServerMessage | None:
+        """The next message, or None when the conversation ended normally (we hung up, or the agent did — e.g. its
+        end-call tool after a goodbye — with no response still awaited)."""
+        try:
+            message = wire.parse_server_message(raw.result())
+        except ConnectionClosedOK:
+            if self._hanging_up:
+                return None
+            async with self._lock:
+                response = self._active()
+                if response is not None and not response.has_output:
+                    raise AdapterError("the agent ended the conversation before responding",
+                                       code=ErrorCode.DISCONNECTED) from None
+                if response is not None:
+                    self._finish(response)
+            await self._emit_session_usage()
+            self.finish()
+            return None
+        except ConnectionClosed as exc:
+            raise close_error(exc) from None
+        except wire.MalformedMessage as exc:
+            raise AdapterError(redact(f"malformed frame from server: {exc}"), code=ErrorCode.MALFORMED) from None
+        if self.trace is not None:
+            self.trace.append(("recv", message.type))
+        return message
+
+    async def _handle(self, message: wire.ServerMessage) -> None:
+        if isinstance(message, wire.Ping):
+            await self._pong(message)
+            return
+        self._last_frame = time.monotonic()
+        event_id = _event_id(message)
+        if event_id is not None:
+            if event_id <= self._stale_through and isinstance(
+                    message, (wire.Audio, wire.AgentResponse, wire.AgentChatResponsePart)):
+                return
+            self._last_event_id = max(self._last_event_id, event_id)
+        if isinstance(message, (wire.Audio, wire.AgentResponse, wire.AgentChatResponsePart)) and event_id is not None:
+            response = self._current()
+            response.event_id = max(response.event_id or 0, event_id)
+        if isinstance(message, wire.UserTranscript):
+            self._on_user_transcript(message.user_transcription_event.user_transcript)
+        elif isinstance(message, wire.VadScore):
+            if message.vad_score_event.vad_score >= SPEECH_SCORE and not self._user_speaking:
+                self._user_speaking = True
+                self.emit(UserSpeechStarted())
+        elif isinstance(message, wire.ClientToolCall):
+            await self._on_tool_call(message.client_tool_call)
+        elif isinstance(message, wire.AgentChatResponsePart):
+            self._on_part(message.text_response_part)
+        elif isinstance(message, wire.AgentResponse):
+            self._on_agent_response(message.agent_response_event.agent_response)
+        elif isinstance(message, wire.AgentResponseCorrection):
+            self._on_correction(message.agent_response_correction_event)
+        elif isinstance(message, wire.Audio):
+            self._on_audio(message.audio_event)
+        elif isinstance(message, wire.Interruption):
+            interrupted = message.interruption_event.event_id
+            self._stale_through = max(self._stale_through, interrupted)
+            response = self._active()
+            if response is not None and response.has_output and (response.event_id or 0) <= interrupted:
+                self._cut(by="vendor")
+        elif isinstance(message, wire.AgentResponseComplete):
+            response = self._active()
+            if response is not None and response.has_output:
+                self._finish(response)
+        elif isinstance(message, wire.ClientError):
+            raise client_error(message)
+
+    def _on_user_transcript(self, text: str) -> None:
+        response = self._active()
+        if response is None or response.origin != "text" or response.transcribed or response.has_output:
+            self._cut(by="vendor")  # the server took a new caller turn while the agent was still answering
+            response = self._begin("audio")
+            if self._audio_since_turn:
+                self.emit(UserSpeechStopped(response_id=response.id))
+        response.transcribed = True
+        self._user_speaking = False
+        self._audio_since_turn = False
+        self.emit(Transcript(response_id=response.id, role="user", text=text.strip()))
+
+    async def _on_tool_call(self, call: wire.ClientToolCallPayload) -> None:
+        response = self._current()
+        self.emit(ToolCall(response_id=response.id, call_id=call.tool_call_id, name=call.tool_name,
+                           arguments=call.parameters))
+        if call.tool_name == INTENT_TOOL_NAME:
+            response.intent, response.target_language = intent_from_arguments(call.parameters)
+            result, is_error = TOOL_ACK, False
+        else:
+            result, is_error = f"unknown tool {call.tool_name}", True
+        await self._send(wire.ClientToolResult(tool_call_id=call.tool_call_id, result=result, is_error=is_error))
+        self.emit(ToolResult(response_id=response.id, call_id=call.tool_call_id, output=result))
+
+    def _on_part(self, part: wire.TextResponsePart) -> None:
+        response = self._current()
+        if part.type == "delta" and part.text:
+            response.streamed.append(part.text)
+            response.last_frame = time.monotonic()
+            self.emit(TextDelta(response_id=response.id, text=part.text))
+
+    def _on_agent_response(self, text: str) -> None:
+        response = self._current()
+        if not response.streamed and text:
+            self.emit(TextDelta(response_id=response.id, text=text))
+        response.streamed = []
+        response.segments.append(text.strip())
+        response.responded = True
+        response.last_frame = time.monotonic()
+
+    def _on_correction(self, event: wire.AgentResponseCorrectionEvent) -> None:
+        response = self._active()
+        original = event.original_agent_response.strip()
+        if response is not None and original in response.segments:
+            response.segments[response.segments.index(original)] = event.corrected_agent_response.strip()
+
+    def _on_audio(self, event: wire.AudioEvent) -> None:
+        try:
+            pcm = base64.b64decode(event.audio_base_64, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise AdapterError(f"malformed audio chunk: {exc}", code=ErrorCode.MALFORMED) from None
+        response = self._current()
+        if not response.spoke and pcm:
+            self.emit(AgentSpeechStarted(response_id=response.id))
+        response.audio_bytes += len(pcm)
+        response.last_frame = time.monotonic()
+        rate = self.spec.audio.sample_rate
+        self.emit(AudioDelta(response_id=response.id, pcm16=resample_pcm16(pcm, self.output_rate, rate),
+                             sample_rate=rate))
+
+    # -- wire -----------------------------------------------------------------------------------------
+    async def _send(self, message: BaseModel) -> None:
+        await self.transport.send(message.model_dump(exclude_none=True))
+        if self.trace is not None:
+            self.trace.append(("send", wire.message_type(message)))
+
+    async def _recv(self, timeout: float | None) -> wire.ServerMessage:
+        raw = await (self.transport.recv() if timeout is None else asyncio.wait_for(self.transport.recv(), timeout))
+        message = wire.parse_server_message(raw)
+        if self.trace is not None:
+            self.trace.append(("recv", message.type))
+        return message
+
+    async def _pong(self, message: wire.Ping) -> None:
+        await self._send(wire.Pong(event_id=message.ping_event.event_id))
+        if message.ping_event.ping_ms:
+            self._last_ping_ms = float(message.ping_event.ping_ms)
+
+    async def _emit_session_usage(self) -> None:
+        if self._session_usage_sent:
+            return
+        self._session_usage_sent = True
+        connected_s = time.monotonic() - self._opened
+        usage = Usage(
+            scope="session",
+            billed_minutes=connected_s / 60.0,
+            vendor_latency_ms={"elevenlabs_ping_ms": self._last_ping_ms} if self._last_ping_ms else {},
+        )
+        if self._cost_reader is not None and self.conversation_id:
+            try:
+                usage.vendor_cost_usd = await self._cost_reader(self.conversation_id)
+            except AdapterError as exc:
+                self._emit_non_fatal(exc)
+        self.emit(usage)
+
+    def _emit_non_fatal(self, exc: AdapterError) -> None:
+        self.emit(ErrorEvent(message=str(exc), code=exc.code, fatal=False, retryable=exc.retryable,
+                             retry_after_s=exc.retry_after_s, vendor_code=exc.vendor_code))
+
+
+def _event_id(message: wire.ServerMessage) -> int | None:
+    if isinstance(message, wire.Audio):
+        return message.audio_event.event_id
+    if isinstance(message, wire.AgentResponse):
+        return message.agent_response_event.event_id
+    if isinstance(message, wire.AgentChatResponsePart):
+        return message.text_response_part.event_id
+    if isinstance(message, wire.UserTranscript):
+        return message.user_transcription_event.event_id
+    return None

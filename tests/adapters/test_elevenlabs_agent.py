@@ -1,14 +1,16 @@
-"""ElevenLabs Agents: the official SDK's Conversation client and our adapter against the loopback emulator.
+"""ElevenLabs Agents: the official SDK's ``AsyncConversation`` and our session against the loopback emulator.
 
-The recorded sequence (``recordings/elevenlabs-agent.json``) holds the ordered server message types of one
-text turn with a ``set_conversational_intent`` client tool call, in voice and in text-only mode, and the
-client messages our adapter sends; the SDK client, the adapter and the adapter's live code path must all see
-it.
+The emulator is started by the engine (``bench.engine.launch``) with a deterministic fake answerer, so every
+conversation has its own ``/c/<token>`` endpoint and its connections are counted on the control plane. The
+recorded sequence (``recordings/elevenlabs-agent.json``) holds the ordered server message types of one text turn
+with the intent client tool call, in voice and text-only mode; the SDK client and our session must both see it.
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import base64
 import json
 import os
 from collections import Counter
@@ -16,39 +18,51 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.asyncio.server import serve
 
-from adapters.base import (
+from adapters.elevenlabs_agent import wire
+from adapters.elevenlabs_agent.adapter import create
+from adapters.elevenlabs_agent.errors import client_error, close_error
+from adapters.elevenlabs_agent.session import ElevenLabsSession
+from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
+from adapters.emulators._kit.speaker import tone_pcm16
+from adapters.intent_tool import INTENT_TOOL_NAME
+from bench.audio.pcm import silence, split_frames
+from bench.config import SystemConfig
+from bench.engine.launch import LaunchedSystem, launch
+from bench.engine.registry import create_adapter
+from bench.errors import ConfigError, MissingCredential
+from bench.protocol import (
     AdapterError,
+    AgentSpeechStarted,
     AudioDelta,
+    ContextUpdate,
+    ErrorCode,
+    ErrorEvent,
+    HistoryMessage,
+    Interrupted,
+    ResponseDone,
+    SessionReady,
     TextDelta,
     ToolCall,
     ToolResult,
     Transcript,
-    TurnDone,
-    TurnInput,
     Usage,
+    UserSpeechStarted,
+    UserSpeechStopped,
     UserTurnSent,
 )
-from adapters.elevenlabs_agent.adapter import ElevenLabsAgentAdapter, create
-from adapters.elevenlabs_agent.session import error_from_client_error, error_from_close
-from adapters.elevenlabs_agent.wire import ClientError
-from adapters.emulators.common import EmulatorSettings, LatencyProfile, pcm16_silence_tone
-from adapters.emulators.elevenlabs_agent import start as start_emulator
-from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.registry import create_adapter
-from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential
+from tests.fakes.answerer import FakeAnswerer
 
 RECORDING = json.loads((Path(__file__).parent / "recordings" / "elevenlabs-agent.json").read_text())
-FAST = {
-    "first_token_median_ms": 5,
-    "first_token_sigma": 0,
-    "first_audio_extra_ms": 5,
-    "token_interval_ms": 1,
-    "audio_chunk_ms": 200,
-}
+ADAPTER_SOURCES = Path(__file__).parents[2] / "adapters" / "elevenlabs_agent"
+FAST = {"first_token_median_ms": 10, "first_token_sigma": 0, "first_audio_extra_ms": 5, "token_interval_ms": 1,
+        "audio_chunk_ms": 200}
+REALTIME = {"first_token_median_ms": 10, "first_token_sigma": 0, "first_audio_extra_ms": 5, "token_interval_ms": 30,
+            "audio_chunk_ms": 40, "audio_pacing": 1.0}
 TIMEOUT_S = 60
-QUESTION = "When are the visiting hours?"
+CANARY = "canary-SECRET-123456"
+CONTEXT = ["Visiting hours are from two to eight."]
 STREAMING = {"audio", "agent_chat_response_part"}
 
 
@@ -68,89 +82,113 @@ def _loopback_without_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
 
 
-@pytest.fixture
-async def emulator():
-    running = await start_emulator(
-        EmulatorSettings(latency=LatencyProfile(**FAST)), record=True, require_signed_url=False
-    )
-    yield running
-    await running.close()
+def system(mode: str = "emulated", emulator: dict[str, Any] | None = None, **options: Any) -> SystemConfig:
+    if mode == "emulated":
+        options["emulator"] = {"latency": FAST, "record": True, **(emulator or {})}
+    return SystemConfig(id="elevenlabs-agent", adapter="elevenlabs_agent", mode=mode, timeout_s=30,
+                        options={"trace": True, **options})
 
 
-def system(mode: str = "emulated", **options: Any) -> SystemConfig:
-    return SystemConfig(
-        id="elevenlabs-agent",
-        adapter="elevenlabs_agent",
-        mode=mode,
-        timeout_s=30,
-        options={"trace": True, "latency": FAST, **options},
-    )
+async def launched_system(answerer: FakeAnswerer | None = None, emulator: dict[str, Any] | None = None,
+                          **options: Any) -> LaunchedSystem:
+    config = system(emulator=emulator, **options)
+    launched = await launch(config, create_adapter(config), answerer=answerer or FakeAnswerer())
+    LOGS[id(launched)] = launched.emulator.log  # kept past ``launched.close()``
+    return launched
 
 
-def adapter_on(emulator: Any, **options: Any) -> ElevenLabsAgentAdapter:
-    adapter = create(system(**options))
-    adapter.emulator = emulator  # the fixture's recording emulator instead of one started by start()
-    return adapter
+def conversation_spec(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any):
+    fields.setdefault("context", CONTEXT)
+    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
 
 
-async def run(adapter: Any, turn: TurnInput) -> list[Any]:
-    async with asyncio.timeout(TIMEOUT_S):
-        return [event async for event in adapter.run_turn(turn)]
+def emulator_log(launched: LaunchedSystem) -> list[dict[str, Any]]:
+    return LOGS[id(launched)]
 
 
-def turn(**fields: Any) -> TurnInput:
-    return TurnInput(
-        entry_id=fields.pop("entry_id", "en-001"),
-        text=fields.pop("text", QUESTION),
-        language=fields.pop("language", "en"),
-        **fields,
-    )
+LOGS: dict[int, list[dict[str, Any]]] = {}
 
 
-def trace_types(adapter: Any, direction: str) -> list[str]:
-    return [kind for d, kind in adapter.last_trace if d == direction]
+def connections(launched: LaunchedSystem, conversation_id: str = "c1") -> int:
+    token = launched._tokens[(conversation_id, 0)]
+    return launched.emulator.control.get(token).connections
 
 
-def check_turn_events(events: list[Any], voice: bool = True) -> None:
-    assert isinstance(events[0], UserTurnSent)
-    assert isinstance(events[-1], TurnDone) and isinstance(events[-2], Usage)
-    calls = [e for e in events if isinstance(e, ToolCall)]
-    assert [c.name for c in calls] == [INTENT_TOOL_NAME]
-    assert [r.call_id for r in events if isinstance(r, ToolResult)] == [calls[0].call_id]
-    text = "".join(e.text for e in events if isinstance(e, TextDelta))
-    done, usage = events[-1], events[-2]
-    assert text.strip() and done.final_text == text.strip()
-    assert done.conversational_intent == calls[0].arguments["intent"]
-    assert done.retrieved_context
-    assert [e.text for e in events if isinstance(e, Transcript) and e.role == "user"] == [QUESTION]
-    audio = sum(len(e.pcm16) for e in events if isinstance(e, AudioDelta))
-    assert usage.billed_minutes and usage.billed_minutes > 0
-    if voice:
-        assert audio > 0 and usage.output_audio_seconds == pytest.approx(audio / 32000)  # pcm_16000
-        assert {e.sample_rate for e in events if isinstance(e, AudioDelta)} == {16000}
-    else:
-        assert audio == 0 and usage.output_audio_seconds is None
+class Reader:
+    """Collects a session's events in the background; ``until`` waits for a condition on them."""
+
+    def __init__(self, session: ElevenLabsSession):
+        self.session = session
+        self.events: list[Any] = []
+        self._changed = asyncio.Event()
+        self._task = asyncio.ensure_future(self._run())
+
+    async def _run(self) -> None:
+        async for event in self.session.events():
+            self.events.append(event)
+            self._changed.set()
+        self._changed.set()
+
+    async def until(self, predicate: Any, timeout: float = TIMEOUT_S) -> Any:
+        async with asyncio.timeout(timeout):
+            while True:
+                for event in self.events:
+                    if predicate(event):
+                        return event
+                if self._task.done():
+                    raise AssertionError(f"stream ended: {self.events[-3:]}")
+                self._changed.clear()
+                await self._changed.wait()
+
+    async def done(self, response_id: str) -> ResponseDone:
+        return await self.until(lambda e: isinstance(e, ResponseDone) and e.response_id == response_id)
+
+    def of(self, response_id: str, kind: type | None = None) -> list[Any]:
+        return [e for e in self.events if e.response_id == response_id and (kind is None or isinstance(e, kind))]
+
+    async def close(self) -> list[Any]:
+        await self.session.aclose()
+        async with asyncio.timeout(TIMEOUT_S):
+            await self._task
+        return self.events
+
+
+async def say(session: ElevenLabsSession, reader: Reader, text: str) -> ResponseDone:
+    """Send one text turn and wait for its response."""
+    before = {e.response_id for e in reader.events if isinstance(e, UserTurnSent)}
+    await session.send_text(text)
+    sent = await reader.until(lambda e: isinstance(e, UserTurnSent) and e.response_id not in before)
+    return await reader.done(sent.response_id)
+
+
+async def push_speech(session: ElevenLabsSession, speech_ms: int = 700, silence_frames: int = 400) -> None:
+    """Paced 20 ms frames: a speech-like tone, then the open line's silence."""
+    for frame in [*split_frames(tone_pcm16(speech_ms), 20), *[silence(20)] * silence_frames]:
+        await session.push_audio(frame)
+        await asyncio.sleep(0.02)
 
 
 # ------------------------------------------------------------ contract: official SDK
-class SilentAudio:
-    """An audio interface that feeds no microphone audio and collects the agent's audio."""
+class CollectingAudio:
+    """An SDK audio interface that feeds no microphone audio and collects the agent's audio."""
 
     def __init__(self) -> None:
         from elevenlabs.conversational_ai.conversation import AsyncAudioInterface
 
-        class _Interface(AsyncAudioInterface):
-            async def start(inner, input_callback):  # noqa: N805 - the SDK's abstract signature
-                self.input_callback = input_callback
+        outer = self
 
-            async def stop(inner):  # noqa: N805
+        class _Interface(AsyncAudioInterface):
+            async def start(self, input_callback):
+                outer.input_callback = input_callback
+
+            async def stop(self):
                 return None
 
-            async def output(inner, audio):  # noqa: N805
-                self.received.extend(audio)
+            async def output(self, audio):
+                outer.received.extend(audio)
 
-            async def interrupt(inner):  # noqa: N805
-                self.interruptions += 1
+            async def interrupt(self):
+                outer.interruptions += 1
 
         self.received = bytearray()
         self.interruptions = 0
@@ -158,30 +196,23 @@ class SilentAudio:
         self.interface = _Interface()
 
 
-async def sdk_conversation(emulator: Any, *, text_only: bool, **callbacks: Any) -> tuple[Any, list[str], Any]:
+async def sdk_conversation(launched: LaunchedSystem, *, text_only: bool, **callbacks: Any) -> tuple[Any, ...]:
     from elevenlabs.client import ElevenLabs
-    from elevenlabs.conversational_ai.conversation import (
-        AsyncConversation,
-        ClientTools,
-        ConversationInitiationData,
-    )
+    from elevenlabs.conversational_ai.conversation import AsyncConversation, ClientTools, ConversationInitiationData
 
-    client = ElevenLabs(api_key="test-key", base_url=emulator.url)
+    from adapters.elevenlabs_agent.initiation import agent_prompt
+
+    endpoint = conversation_spec(launched).endpoint
+    client = ElevenLabs(api_key=endpoint.credentials["api_key"], base_url=endpoint.url)  # the SDK's own choice
     tools = ClientTools(loop=asyncio.get_running_loop())
     calls: list[dict[str, Any]] = []
     tools.register(INTENT_TOOL_NAME, lambda parameters: calls.append(parameters) or "ok")
-    audio = None if text_only else SilentAudio()
-    conversation = AsyncConversation(
-        client,
-        "agent_test",
-        requires_auth=True,
-        audio_interface=audio.interface if audio else None,
-        client_tools=tools,
-        config=ConversationInitiationData(
-            conversation_config_override={"agent": {"first_message": "", "language": "en"}}
-        ),
-        **callbacks,
-    )
+    audio = None if text_only else CollectingAudio()
+    override = {"agent": {"first_message": "", "language": "en", "prompt": {"prompt": agent_prompt(CONTEXT)}}}
+    conversation = AsyncConversation(client, "agent_test", requires_auth=True,
+                                     audio_interface=audio.interface if audio else None, client_tools=tools,
+                                     config=ConversationInitiationData(conversation_config_override=override),
+                                     **callbacks)
     seen: list[str] = []
     original = conversation._handle_message
 
@@ -193,188 +224,487 @@ async def sdk_conversation(emulator: Any, *, text_only: bool, **callbacks: Any) 
     await conversation.start_session()
     while conversation._conversation_id is None:
         await asyncio.sleep(0.01)
-    return conversation, seen, (client, calls, audio)
+    return conversation, seen, client, calls, audio
 
 
 async def wait_for(seen: list[str], kind: str, count: int = 1) -> None:
-    while seen.count(kind) < count:
-        await asyncio.sleep(0.01)
+    async with asyncio.timeout(TIMEOUT_S):
+        while seen.count(kind) < count:
+            await asyncio.sleep(0.01)
 
 
 @pytest.mark.parametrize("mode", ["voice", "text_only"])
 async def test_official_sdk_conversation_drives_emulator(mode: str) -> None:
-    emulator = await start_emulator(
-        EmulatorSettings(latency=LatencyProfile(**FAST)), record=True, require_signed_url=True
-    )
+    answerer = FakeAnswerer()
+    launched = await launched_system(answerer, emulator={"require_signed_url": True, "emit_response_complete": True})
     responses: list[str] = []
 
     async def on_response(text: str) -> None:
         responses.append(text)
 
     try:
-        async with asyncio.timeout(TIMEOUT_S):
-            conversation, seen, (client, calls, audio) = await sdk_conversation(
-                emulator, text_only=mode == "text_only", callback_agent_response=on_response
-            )
-            await conversation.send_user_message(QUESTION)
-            await wait_for(seen, "agent_response_complete")
-            await conversation.end_session()
-            conversation_id = await conversation.wait_for_session_end()
-            details = await asyncio.to_thread(client.conversational_ai.conversations.get, conversation_id)
+        conversation, seen, client, calls, audio = await sdk_conversation(
+            launched, text_only=mode == "text_only", callback_agent_response=on_response)
+        for turn, text in enumerate(["Hello, my name is Alice.", "What are the visiting hours?",
+                                     "Sorry, what is my name?"], start=1):
+            await conversation.send_user_message(text)
+            await wait_for(seen, "agent_response_complete", turn)
+        await conversation.end_session()
+        conversation_id = await conversation.wait_for_session_end()
+        details = await asyncio.to_thread(client.conversational_ai.conversations.get, conversation_id)
+        assert connections(launched) == 1
     finally:
-        await emulator.close()
-    assert normalize(seen) == RECORDING[mode]["server"]
-    sent = [e["event"] for e in emulator.log if e["dir"] == "recv"]
-    assert Counter(m.get("type", "user_audio_chunk") for m in sent) == Counter(RECORDING[mode]["client"])
-    assert [c["intent"] for c in calls] == ["answered"] and calls[0]["tool_call_id"]
-    assert len(responses) == 1 and responses[0]
+        await launched.close()
+    first_turn = seen[: seen.index("agent_response_complete") + 1]
+    assert normalize(first_turn) == [*RECORDING[mode]["server"], "agent_response_complete"]
+    log = emulator_log(launched)
+    sent = [e["event"] for e in log if e["dir"] == "recv"]
+    first_sent = sent[: [m.get("type") for m in sent].index("client_tool_result") + 1]
+    assert Counter(m.get("type", "user_audio_chunk") for m in first_sent) == Counter(RECORDING[mode]["client"])
+    assert [c["intent"] for c in calls] == ["answered"] * 3 and calls[0]["tool_call_id"]
+    assert responses[2] == "Your name is Alice."  # turn 3 answered from turn 1, on the same socket
+    assert answerer.requests[1].context == CONTEXT and answerer.requests[0].language == "en"
     if audio is not None:
         assert len(audio.received) > 0
-    http = [e["event"]["path"] for e in emulator.log if e["dir"] == "http"]
+    http = [e["event"]["path"] for e in log if e["dir"] == "http"]
     assert http[0] == "/v1/convai/conversation/get-signed-url"
     assert details.status == "done" and details.conversation_id == conversation_id
-    assert [t.role for t in details.transcript] == ["user", "agent"]
+    assert [t.role for t in details.transcript] == ["user", "agent"] * 3
     assert details.metadata.cost_fiat is None  # an emulator never invents a bill
 
 
 async def test_sdk_sees_interruption_and_correction() -> None:
-    latency = {**FAST, "audio_pacing": 1.0, "audio_chunk_ms": 100}
-    emulator = await start_emulator(EmulatorSettings(latency=LatencyProfile(**latency)), record=True)
+    launched = await launched_system(emulator={"latency": REALTIME})
     corrections: list[tuple[str, str]] = []
 
     async def on_correction(original: str, corrected: str) -> None:
         corrections.append((original, corrected))
 
     try:
-        async with asyncio.timeout(TIMEOUT_S):
-            conversation, seen, (_, _, audio) = await sdk_conversation(
-                emulator, text_only=False, callback_agent_response_correction=on_correction
-            )
-            await conversation.send_user_message(QUESTION)
-            await wait_for(seen, "audio")
-            await conversation.send_user_message("And where do I park?")
-            await wait_for(seen, "agent_response_correction")
-            await conversation.end_session()
-            await conversation.wait_for_session_end()
+        conversation, seen, _, _, audio = await sdk_conversation(
+            launched, text_only=False, callback_agent_response_correction=on_correction)
+        await conversation.send_user_message("Please tell me a long story about the visiting hours and parking.")
+        await wait_for(seen, "audio")
+        await conversation.send_user_message("And where do I park?")
+        await wait_for(seen, "agent_response_correction")
+        await conversation.end_session()
+        await conversation.wait_for_session_end()
     finally:
-        await emulator.close()
+        await launched.close()
     assert "interruption" in seen and seen.index("interruption") < seen.index("agent_response_correction")
     assert audio.interruptions == 1
     ((original, corrected),) = corrections
     assert original.startswith(corrected) and len(corrected) < len(original)
 
 
-# ------------------------------------------------------------ contract: our adapter
+# ------------------------------------------------------------ our session against the emulator
 @pytest.mark.parametrize("mode", ["voice", "text_only"])
-async def test_adapter_sees_the_recorded_sequence(emulator: Any, mode: str) -> None:
-    adapter = adapter_on(emulator, text_only=mode == "text_only")
-    events = await run(adapter, turn())
-    assert normalize(trace_types(adapter, "recv")) == RECORDING[mode]["server"]
-    assert trace_types(adapter, "send") == RECORDING[mode]["client"]
-    check_turn_events(events, voice=mode == "voice")
-    init = next(
-        e["event"] for e in emulator.log if e["event"].get("type") == "conversation_initiation_client_data"
-    )
+async def test_session_sees_the_recorded_sequence(mode: str) -> None:
+    launched = await launched_system(text_only=mode == "text_only")
+    try:
+        session = await launched.adapter.open_session(conversation_spec(launched))
+        reader = Reader(session)
+        done = await say(session, reader, "When are the visiting hours?")
+        events = await reader.close()
+    finally:
+        await launched.close()
+    received = [kind for direction, kind in session.trace if direction == "recv"]
+    assert normalize(received[: received.index("agent_response") + 2]) == RECORDING[mode]["server"]
+    sent = [kind for direction, kind in session.trace if direction == "send"]
+    assert Counter(sent[:4]) == Counter(RECORDING[mode]["client"])
+    assert isinstance(events[0], SessionReady) and events[0].vendor_session_id
+    response = [e for e in events if e.response_id == done.response_id]
+    assert isinstance(response[0], UserTurnSent) and response[-1] is done
+    assert [e.text for e in response if isinstance(e, Transcript)] == ["When are the visiting hours?"]
+    calls = [e for e in response if isinstance(e, ToolCall)]
+    assert [c.name for c in calls] == [INTENT_TOOL_NAME]
+    assert [r.call_id for r in response if isinstance(r, ToolResult)] == [calls[0].call_id]
+    text = "".join(e.text for e in response if isinstance(e, TextDelta))
+    assert done.final_text == text.strip() and "Visiting hours" in text  # the prompt's passage reached the agent
+    assert done.conversational_intent == "answered" and done.retrieved_context == CONTEXT
+    audio = [e for e in response if isinstance(e, AudioDelta)]
+    assert bool(audio) is (mode == "voice") and {e.sample_rate for e in audio} <= {24000}
+    usage = events[-1]
+    assert isinstance(usage, Usage) and usage.scope == "session" and usage.billed_minutes > 0
+    init = next(e["event"] for e in emulator_log(launched)
+                if e["event"].get("type") == "conversation_initiation_client_data")
     agent = init["conversation_config_override"]["agent"]
-    assert "Hospital information" in agent["prompt"]["prompt"]
-    assert agent["first_message"] == "" and agent["language"] == "en"
-    stamps = emulator.stamps  # keyed by the x-bench-turn header the adapter sends to the emulator
-    assert "en-001:en" in stamps.first_text
-    assert ("en-001:en" in stamps.first_audio) is (mode == "voice")
+    assert CONTEXT[0] in agent["prompt"]["prompt"] and agent["first_message"] == "" and agent["language"] == "en"
+    assert init["user_id"] == "bench-user"
 
 
-async def test_live_code_path_against_emulator(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ELEVENLABS_API_KEY", "test-key-not-real")
-    emulator = await start_emulator(
-        EmulatorSettings(latency=LatencyProfile(**FAST)), record=True, require_signed_url=True
-    )
+async def test_three_turns_on_one_connection_and_turns_end_without_the_complete_event() -> None:
+    answerer = FakeAnswerer()
+    launched = await launched_system(answerer)  # the emulated agent does not send agent_response_complete
     try:
-        adapter = create(
-            system(
-                mode="live", agent_id="agent_live_path", base_url=emulator.url, fetch_cost=True, cost_wait_s=5
-            )
-        )
-        events = await run(adapter, turn())
+        session = await launched.adapter.open_session(conversation_spec(launched))
+        reader = Reader(session)
+        first = await say(session, reader, "Hello, my name is Alice.")
+        await say(session, reader, "What are the visiting hours?")
+        third = await say(session, reader, "Sorry, what is my name?")
+        events = await reader.close()
+        assert connections(launched) == 1
+        stamps = launched.emulator.stamps  # the emulator's send stamps, keyed by the response's fault key
     finally:
-        await emulator.close()
-    assert normalize(trace_types(adapter, "recv")) == RECORDING["voice"]["server"]
-    check_turn_events(events)
-    http = [e["event"]["path"] for e in emulator.log if e["dir"] == "http" and not e["event"]["upgrade"]]
-    assert http[0] == "/v1/convai/conversation/get-signed-url"
-    read_back = f"/v1/convai/conversations/{adapter.last_conversation_id}"
-    assert http[1:] and set(http[1:]) == {read_back}  # polled until the conversation is processed
-    assert events[-2].vendor_cost_usd is None  # read back from the conversation; the emulator has no bill
+        await launched.close()
+    keys = [f"t|elevenlabs-agent|c1|{n}|0" for n in (1, 2, 3)]
+    assert all(stamps.first_text[k] <= stamps.first_audio[k] for k in keys)
+    assert first.final_text == "Nice to meet you, Alice." and third.final_text == "Your name is Alice."
+    assert [r.role for r in answerer.requests[2].history] == ["user", "assistant", "user", "assistant"]
+    assert "agent_response_complete" not in [kind for _, kind in session.trace]
+    dones = [e for e in events if isinstance(e, ResponseDone)]
+    assert [d.response_id for d in dones] == ["r1", "r2", "r3"] and {d.status for d in dones} == {"completed"}
+    assert [e.seq for e in events] == sorted(e.seq for e in events)
 
 
-async def test_start_and_close_run_the_emulator_in_process() -> None:
-    adapter = create(system())
-    await adapter.start()
+async def test_the_complete_event_ends_a_response_when_the_agent_sends_it() -> None:
+    launched = await launched_system(emulator={"emit_response_complete": True}, response_complete_event=True,
+                                     response_quiet_s=30)
     try:
-        check_turn_events(await run(adapter, turn()))
+        session = await launched.adapter.open_session(conversation_spec(launched))
+        reader = Reader(session)
+        done = await say(session, reader, "What are the visiting hours?")
+        await reader.close()
     finally:
-        await adapter.close()
-    assert adapter.emulator is None
+        await launched.close()
+    received = [kind for direction, kind in session.trace if direction == "recv"]
+    assert done.status == "completed" and received[-1] == "agent_response_complete"
 
 
-async def test_audio_input_ends_on_silence_and_is_metered(emulator: Any) -> None:
-    adapter = adapter_on(emulator)
-    pcm = pcm16_silence_tone(1000, sample_rate=24000)
-    events = await run(adapter, turn(audio_pcm16=pcm, sample_rate=24000))
-    sent = trace_types(adapter, "send")
-    assert sent[0] == "conversation_initiation_client_data" and "user_message" not in sent
-    assert sent.count("user_audio_chunk") == 4 + 3  # 1 s of speech + 600 ms of silence, in 250 ms chunks
-    assert events[-2].input_audio_seconds == pytest.approx(1.0)  # resampled to the announced pcm_16000
-    check_turn_events(events)
-
-
-async def test_brain_without_intent_routing_makes_no_tool_call() -> None:
-    adapter = create(system(brain={"route_intents": False}))
-    await adapter.start()
+async def test_audio_in_is_resampled_and_the_server_vad_ends_the_turn() -> None:
+    answerer = FakeAnswerer()
+    launched = await launched_system(answerer)
     try:
-        events = await run(adapter, turn())
+        spec = conversation_spec(launched, input_mode="audio")
+        session = await launched.adapter.open_session(spec)
+        assert session.capabilities.server_vad and session.input_rate == 16000
+        reader = Reader(session)
+        launched.expect_utterance(spec, "What are the visiting hours?")
+        pump = asyncio.ensure_future(push_speech(session))
+        done = await reader.until(lambda e: isinstance(e, ResponseDone))
+        pump.cancel()
+        events = await reader.close()
     finally:
-        await adapter.close()
+        await launched.close()
+    kinds = [type(e) for e in events]
+    assert kinds.index(UserSpeechStarted) < kinds.index(UserSpeechStopped) < kinds.index(AgentSpeechStarted)
+    assert [e.text for e in reader.of(done.response_id, Transcript)] == ["What are the visiting hours?"]
+    assert answerer.requests[0].utterance == "What are the visiting hours?"
+    assert done.final_text.startswith("You said: What are the visiting hours?")
+    audio = reader.of(done.response_id, AudioDelta)
+    assert audio and {e.sample_rate for e in audio} == {24000}
+    chunks = [e["event"]["user_audio_chunk"] for e in emulator_log(launched) if "user_audio_chunk" in e["event"]]
+    assert chunks[0] == "<856 base64 chars>"  # 20 ms at 16 kHz = 640 bytes, not 960 at 24 kHz
+    usage = events[-1]
+    assert usage.scope == "session" and usage.billed_minutes > 0
+
+
+async def test_interrupt_stops_the_response_and_the_session_goes_on() -> None:
+    launched = await launched_system(emulator={"latency": REALTIME})
+    try:
+        session = await launched.adapter.open_session(conversation_spec(launched))
+        reader = Reader(session)
+        await session.send_text("Please tell me a long story about the visiting hours, parking and the shop.")
+        first = await reader.until(lambda e: isinstance(e, AudioDelta))
+        await session.interrupt()
+        cut = await reader.done(first.response_id)
+        second = await say(session, reader, "Hello, my name is Alice.")
+        await reader.close()
+    finally:
+        await launched.close()
+    interrupted = reader.of(first.response_id, Interrupted)
+    assert cut.status == "interrupted" and interrupted[0].by == "caller" and interrupted[0].played_ms > 0
+    assert second.status == "completed" and second.final_text == "Nice to meet you, Alice."
+    after_cut = reader.events[reader.events.index(cut) + 1:]
+    assert all(e.response_id != first.response_id for e in after_cut if not isinstance(e, Usage))
+
+
+async def test_caller_barge_in_is_reported_as_the_vendors_interruption() -> None:
+    launched = await launched_system(emulator={"latency": REALTIME, "vad": {"barge_in_reaction_ms": 50}})
+    try:
+        spec = conversation_spec(launched, input_mode="audio")
+        session = await launched.adapter.open_session(spec)
+        reader = Reader(session)
+        launched.expect_utterance(spec, "Please tell me a long story about the visiting hours and the parking.")
+        launched.expect_utterance(spec, "Hello, my name is Alice.")
+        pump = asyncio.ensure_future(push_speech(session, silence_frames=20))
+        first = await reader.until(lambda e: isinstance(e, AudioDelta))
+        await pump
+        await push_speech(session, silence_frames=0)  # the caller talks over the agent
+        pump = asyncio.ensure_future(push_speech(session, speech_ms=0))
+        second = await reader.until(lambda e: isinstance(e, ResponseDone) and e.response_id != first.response_id)
+        pump.cancel()
+        await reader.close()
+    finally:
+        await launched.close()
+    cut = next(e for e in reader.of(first.response_id, ResponseDone))
+    assert cut.status == "interrupted" and reader.of(first.response_id, Interrupted)[0].by == "vendor"
+    assert [e.text for e in reader.of(second.response_id, Transcript)] == ["Hello, my name is Alice."]
+    assert second.final_text == "Nice to meet you, Alice."
+
+
+async def test_update_context_reaches_the_agent_between_turns() -> None:
+    answerer = FakeAnswerer()
+    launched = await launched_system(answerer)
+    try:
+        session = await launched.adapter.open_session(conversation_spec(launched))
+        reader = Reader(session)
+        before = await say(session, reader, "Where do I park?")
+        await session.update_context(ContextUpdate(passages=["Parking is free for visitors."]))
+        after = await say(session, reader, "Where do I park?")
+        await reader.close()
+    finally:
+        await launched.close()
+    assert before.retrieved_context == CONTEXT and after.retrieved_context == ["Parking is free for visitors."]
+    assert answerer.requests[1].context == ["Parking is free for visitors."]
+    assert "Context: Parking is free for visitors." in after.final_text
+    assert "contextual_update" in [kind for direction, kind in session.trace if direction == "send"]
+
+
+async def test_history_seeds_the_conversation() -> None:
+    launched = await launched_system()
+    history = [HistoryMessage(role="user", text="Hello, my name is Bob."),
+               HistoryMessage(role="assistant", text="Nice to meet you, Bob.")]
+    try:
+        session = await launched.adapter.open_session(conversation_spec(launched, history=history))
+        reader = Reader(session)
+        done = await say(session, reader, "What is my name?")
+        await reader.close()
+    finally:
+        await launched.close()
+    assert done.final_text == "Your name is Bob."
+
+
+async def test_without_intent_routing_no_tool_is_called() -> None:
+    from adapters.emulators._kit.answerer import BrainProfile
+
+    launched = await launched_system(FakeAnswerer(profile=BrainProfile(route_intents=False)))
+    try:
+        session = await launched.adapter.open_session(conversation_spec(launched))
+        reader = Reader(session)
+        done = await say(session, reader, "What are the visiting hours?")
+        events = await reader.close()
+    finally:
+        await launched.close()
     assert not any(isinstance(e, (ToolCall, ToolResult)) for e in events)
-    assert events[-1].conversational_intent is None and events[-1].final_text
-    assert trace_types(adapter, "send").count("client_tool_result") == 0
+    assert done.conversational_intent is None and done.final_text
+
+
+# ------------------------------------------------------------ end-of-response rules on a scripted socket
+class ScriptedTransport:
+    """A transport whose server frames the test writes (``push``); an exception pushed is raised by ``recv``."""
+
+    def __init__(self) -> None:
+        self.incoming: asyncio.Queue[Any] = asyncio.Queue()
+        self.sent: list[dict[str, Any]] = []
+
+    def push(self, item: Any) -> None:
+        self.incoming.put_nowait(item if isinstance(item, BaseException) else json.dumps(item))
+
+    async def send(self, event: dict[str, Any]) -> None:
+        self.sent.append(event)
+
+    async def recv(self) -> str:
+        item = await self.incoming.get()
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    async def close(self, graceful: bool = True) -> None:
+        return None
+
+
+async def scripted_session(**settings: Any) -> tuple[ElevenLabsSession, ScriptedTransport, Reader]:
+    from adapters.elevenlabs_agent.initiation import build_initiation
+    from adapters.elevenlabs_agent.session import SessionSettings
+    from bench.protocol import Capabilities, SessionSpec
+
+    transport = ScriptedTransport()
+    transport.push({"type": "conversation_initiation_metadata", "conversation_initiation_metadata_event": {
+        "conversation_id": "conv_1", "agent_output_audio_format": "pcm_16000",
+        "user_input_audio_format": "pcm_16000"}})
+    session = ElevenLabsSession(transport, SessionSpec(conversation_id="s", language="en", idle_timeout_s=10),
+                                SessionSettings(**settings), Capabilities())
+    await session.start(build_initiation(prompt=None, language="en", empty_first_message=True, text_only=False,
+                                         dynamic_variables={}, user_id=None))
+    return session, transport, Reader(session)
+
+
+def agent_response(text: str, event_id: int = 1) -> dict[str, Any]:
+    return {"type": "agent_response", "agent_response_event": {"agent_response": text, "event_id": event_id}}
+
+
+def audio(event_id: int = 1, ms: int = 100) -> dict[str, Any]:
+    pcm = tone_pcm16(ms, sample_rate=16000)
+    return {"type": "audio", "audio_event": {"audio_base_64": base64.b64encode(pcm).decode(),
+                                             "event_id": event_id}}
+
+
+async def test_a_voice_response_waits_for_its_audio_then_ends_after_the_quiet_period() -> None:
+    session, transport, reader = await scripted_session(response_quiet_s=0.2)
+    await session.send_text("Hello")
+    transport.push(agent_response("Hi there."))
+    await asyncio.sleep(0.6)  # text alone does not end a voice response
+    assert not any(isinstance(e, ResponseDone) for e in reader.events)
+    transport.push(audio())
+    done = await reader.done("r1")
+    await reader.close()
+    assert done.status == "completed" and done.final_text == "Hi there."
+    kinds = [e.type for e in reader.of("r1")]
+    assert kinds[-3:] == ["audio_delta", "agent_speech_stopped", "response_done"]
+
+
+async def test_the_agent_hanging_up_after_its_answer_ends_the_session_cleanly() -> None:
+    from websockets.exceptions import ConnectionClosedOK
+    from websockets.frames import Close
+
+    session, transport, reader = await scripted_session(response_quiet_s=30)
+    await session.send_text("Goodbye")
+    transport.push(agent_response("Goodbye, take care."))
+    transport.push(audio())
+    transport.push(ConnectionClosedOK(Close(1000, "end_call"), None))
+    await reader.until(lambda e: isinstance(e, Usage))
+    events = await reader.close()
+    assert [e.type for e in events[-3:]] == ["agent_speech_stopped", "response_done", "usage"]
+    assert not any(isinstance(e, ErrorEvent) for e in events)
+
+
+async def test_an_interruption_of_an_earlier_response_does_not_cut_the_next_one() -> None:
+    session, transport, reader = await scripted_session(response_quiet_s=0.2)
+    await session.send_text("Tell me a story")
+    transport.push(agent_response("Once upon a time", event_id=1))
+    transport.push(audio(event_id=1))
+    await reader.until(lambda e: isinstance(e, AudioDelta))
+    await session.interrupt()
+    await session.send_text("Hello")
+    transport.push(audio(event_id=1))  # late audio of the cut response: dropped
+    transport.push({"type": "interruption", "interruption_event": {"event_id": 1}})
+    transport.push(agent_response("Hi.", event_id=2))
+    transport.push(audio(event_id=2))
+    second = await reader.done("r2")
+    await reader.close()
+    assert reader.of("r1", ResponseDone)[0].status == "interrupted" and second.status == "completed"
+    assert len(reader.of("r1", AudioDelta)) == 1 and second.final_text == "Hi."
 
 
 # ------------------------------------------------------------ faults and errors
-@pytest.mark.parametrize(
-    ("kind", "retryable"),
-    [
-        ("rate_limit", True),
-        ("disconnect", True),
-        ("error_event", True),
-        ("stall", True),
-        ("malformed", False),
-    ],
-)
-async def test_fault_maps_to_adapter_error(kind: str, retryable: bool) -> None:
-    faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 0.25}
-    adapter = create(system(faults=faults, idle_timeout_s=2.0))
-    await adapter.start()
+@pytest.mark.parametrize("kind", FAULT_KINDS)
+async def test_each_injected_fault_gives_its_error_code(kind: str) -> None:
+    faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 0.25, "stall_s": 60}
+    launched = await launched_system(emulator={"faults": faults})
+    try:
+        session = await launched.adapter.open_session(conversation_spec(launched, idle_timeout_s=1.5))
+        reader = Reader(session)
+        await session.send_text("What are the visiting hours?")
+        error = await reader.until(lambda e: isinstance(e, ErrorEvent))
+        events = await reader.close()
+    finally:
+        await launched.close()
+    assert error.fatal and error.code == EXPECTED_CODE[kind], error.message
+    assert events[-1] is error and not any(isinstance(e, ResponseDone) for e in events)
+    if kind == "rate_limit":
+        assert error.retry_after_s == pytest.approx(0.25)
+
+
+async def test_a_non_pcm_agent_is_refused_at_open() -> None:
+    launched = await launched_system(emulator={"output_format": "ulaw_8000"})
     try:
         with pytest.raises(AdapterError) as failure:
-            await run(adapter, turn())
+            await launched.adapter.open_session(conversation_spec(launched))
     finally:
-        await adapter.close()
-    assert failure.value.retryable is retryable, str(failure.value)
-    if kind == "rate_limit":
-        assert failure.value.code == "429" and failure.value.retry_after_s == pytest.approx(0.25)
+        await launched.close()
+    assert failure.value.code == ErrorCode.UNSUPPORTED and "ulaw_8000" in str(failure.value)
 
 
-def test_error_classification() -> None:
+async def test_an_override_the_agent_does_not_allow_is_refused_for_good() -> None:
+    launched = await launched_system(emulator={"allowed_overrides": ["first_message", "language"]})
+    try:
+        with pytest.raises(AdapterError) as failure:
+            await launched.adapter.open_session(conversation_spec(launched))
+    finally:
+        await launched.close()
+    assert failure.value.code == ErrorCode.BAD_REQUEST and not failure.value.retryable
+    assert "prompt" in str(failure.value) and "1008" in str(failure.value)
+
+
+def test_error_mapping() -> None:
     from websockets.exceptions import ConnectionClosedError
     from websockets.frames import Close
 
-    assert error_from_close(ConnectionClosedError(None, None)).retryable
-    assert error_from_close(ConnectionClosedError(Close(1011, "internal"), None)).retryable
-    assert not error_from_close(ConnectionClosedError(Close(1008, "override not allowed"), None)).retryable
-    assert not error_from_client_error(
-        ClientError(client_error_event={"error_type": "invalid_override"})
-    ).retryable
-    assert error_from_client_error(ClientError(client_error_event={"error_type": "internal_error"})).retryable
+    def closed(code: int | None, reason: str = "") -> ConnectionClosedError:
+        return ConnectionClosedError(Close(code, reason) if code else None, None)
+
+    assert close_error(closed(None)).code == ErrorCode.DISCONNECTED
+    assert close_error(closed(1011, "internal")).code == ErrorCode.SERVER_ERROR
+    assert close_error(closed(1013)).code == ErrorCode.RATE_LIMITED
+    assert not close_error(closed(1008, "override not allowed")).retryable
+    assert not close_error(closed(1003)).retryable
+    errors = {kind: client_error(wire.ClientError(client_error_event={"error_type": kind}))
+              for kind in ("internal_error", "rate_limit_exceeded", "invalid_override", "invalid_api_key")}
+    assert [e.code for e in errors.values()] == [ErrorCode.SERVER_ERROR, ErrorCode.RATE_LIMITED,
+                                                 ErrorCode.BAD_REQUEST, ErrorCode.AUTH]
+    assert errors["internal_error"].retryable and not errors["invalid_override"].retryable
+
+
+# ------------------------------------------------------------ live code path, credentials, options
+async def test_live_code_path_against_the_emulator_reads_the_cost_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    from adapters.emulators._kit.control import ControlPlane
+    from adapters.emulators._kit.running import EmulatorSettings, LatencyProfile
+    from adapters.emulators.elevenlabs_agent import start
+
+    monkeypatch.setenv("ELEVENLABS_API_KEY", "test-key-not-real")
+    running = await start(EmulatorSettings(latency=LatencyProfile(**FAST)), control=ControlPlane(),
+                          answerer=FakeAnswerer(), options={"record": True, "require_signed_url": True})
+    adapter = create(system(mode="live", agent_id="agent_live_path", base_url=running.url, fetch_cost=True,
+                            cost_wait_s=5))
+    try:
+        spec = conversation_spec_live()
+        session = await adapter.open_session(spec)
+        reader = Reader(session)
+        done = await say(session, reader, "What are the visiting hours?")
+        events = await reader.close()
+    finally:
+        await adapter.close()
+        await running.close()
+    assert done.final_text and done.conversational_intent == "answered"
+    http = [e["event"]["path"] for e in running.log if e["dir"] == "http" and not e["event"]["upgrade"]]
+    assert http[0] == "/v1/convai/conversation/get-signed-url"
+    assert set(http[1:]) == {f"/v1/convai/conversations/{session.conversation_id}"}
+    usage = events[-1]
+    assert usage.scope == "session" and usage.vendor_cost_usd is None  # read back; the emulator has no bill
+
+
+def conversation_spec_live():
+    from bench.protocol import SessionSpec
+
+    return SessionSpec(conversation_id="live-1", language="en", context=CONTEXT)
+
+
+async def header_echo_server() -> tuple[Any, str]:
+    """A loopback server that rejects every request with 401 and echoes its headers in the body."""
+
+    def reject(connection: Any, request: Any) -> Any:
+        body = json.dumps({"detail": {"message": "Invalid API key", "headers": dict(request.headers.raw_items())}})
+        return connection.respond(401, body)
+
+    server = await serve(lambda ws: ws.close(), "127.0.0.1", 0, process_request=reject)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+@pytest.mark.parametrize("requires_auth", [True, False])
+async def test_a_canary_credential_never_leaks(monkeypatch: pytest.MonkeyPatch, requires_auth: bool) -> None:
+    monkeypatch.setenv("ELEVENLABS_API_KEY", CANARY)
+    server, url = await header_echo_server()
+    adapter = create(system(mode="live", agent_id="agent_x", base_url=url, requires_auth=requires_auth))
+    try:
+        with pytest.raises(AdapterError) as failure:
+            await adapter.open_session(conversation_spec_live())
+    finally:
+        await adapter.close()
+        server.close()
+        await server.wait_closed()
+    assert failure.value.code == ErrorCode.AUTH and not failure.value.retryable
+    assert CANARY not in str(failure.value) and "canary" not in repr(failure.value.__dict__)
 
 
 def test_missing_credential_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -390,24 +720,44 @@ def test_live_mode_needs_an_agent_id(monkeypatch: pytest.MonkeyPatch) -> None:
         create(system(mode="live"))
 
 
+@pytest.mark.parametrize("key", ["kb_top_k", "latency", "faults", "brain", "emulator", "end_of_turn"])
+def test_unknown_or_engine_owned_options_are_config_errors(key: str) -> None:
+    config = SystemConfig(id="el", adapter="elevenlabs_agent", mode="emulated", options={key: {}})
+    with pytest.raises(ConfigError, match=key):
+        create(config)
+
+
+def test_capabilities_follow_the_configuration() -> None:
+    voice = create_adapter(system()).capabilities
+    text = create_adapter(system(text_only=True)).capabilities
+    assert voice.audio_input and voice.audio_output and voice.server_vad and voice.interruption and voice.usage
+    assert not (text.audio_input or text.audio_output or text.server_vad) and text.text_input
+
+
+def test_the_adapter_never_imports_another_vendor_or_an_emulator() -> None:
+    for path in ADAPTER_SOURCES.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        modules = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+        modules += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
+        assert not [m for m in modules if m.startswith("adapters.") and not m.startswith(
+            ("adapters.elevenlabs_agent", "adapters._shared", "adapters.options", "adapters.prompts",
+             "adapters.intent_tool"))], path
+
+
 # ------------------------------------------------------------ live
 @pytest.mark.live
-async def test_live_elevenlabs_agent_turn() -> None:
-    if not os.environ.get("ELEVENLABS_API_KEY"):
-        pytest.skip("ELEVENLABS_API_KEY not set: live elevenlabs-agent test skipped")
-    if not os.environ.get("ELEVENLABS_AGENT_ID"):
-        pytest.skip("ELEVENLABS_AGENT_ID not set: live elevenlabs-agent test skipped")
-    adapter = create(
-        SystemConfig(
-            id="elevenlabs-agent",
-            adapter="elevenlabs_agent",
-            mode="live",
-            timeout_s=60,
-            options={"agent_id": os.environ["ELEVENLABS_AGENT_ID"]},
-        )
-    )
-    events = await run(adapter, turn(text="What are the visiting hours?"))
-    assert isinstance(events[0], UserTurnSent) and isinstance(events[-1], TurnDone)
-    assert any(isinstance(e, TextDelta) for e in events)
-    usage = next(e for e in events if isinstance(e, Usage))
-    assert usage.billed_minutes and usage.billed_minutes > 0
+async def test_live_elevenlabs_agent_conversation() -> None:
+    if not os.environ.get("ELEVENLABS_API_KEY") or not os.environ.get("ELEVENLABS_AGENT_ID"):
+        pytest.skip("ELEVENLABS_API_KEY / ELEVENLABS_AGENT_ID not set: live elevenlabs-agent test skipped")
+    adapter = create(SystemConfig(id="elevenlabs-agent", adapter="elevenlabs_agent", mode="live", timeout_s=60,
+                                  options={"agent_id": os.environ["ELEVENLABS_AGENT_ID"]}))
+    try:
+        session = await adapter.open_session(conversation_spec_live())
+        reader = Reader(session)
+        first = await say(session, reader, "Hello, my name is Alice. What are the visiting hours?")
+        third = await say(session, reader, "What is my name?")
+        events = await reader.close()
+    finally:
+        await adapter.close()
+    assert first.status == "completed" and "Alice" in (third.final_text or "")
+    assert isinstance(events[-1], Usage) and events[-1].billed_minutes > 0
