@@ -1,41 +1,48 @@
-"""OpenAI Realtime adapter: live through the official SDK, emulated through the loopback emulator.
+"""OpenAI Realtime as a system under test: one Realtime socket per conversation, through the official SDK.
 
-Both modes run the same turn code (``session.run_realtime_turn``) on a fresh connection per turn; they differ
-only in the transport. The knowledge base reaches the model by in-context injection: the top-k passages for
-the question go into the session instructions (``adapters.prompts``), and those passages are the turn's
-retrieved context.
+Live, the SDK connects to OpenAI (``OPENAI_API_KEY`` from the environment; ``options.base_url`` or a live
+endpoint overrides the SDK's ``websocket_base_url``). Emulated, the engine starts the emulator and hands each
+conversation an ``Endpoint``; the adapter runs the very same SDK client against ``endpoint.url`` + ``/v1`` with
+the endpoint's placeholder key. The conversation's knowledge passages (``SessionSpec.context``) go into the
+session instructions once, at session start; ``update_context`` replaces them.
 
-Options (``system.options``): ``model`` (gpt-realtime), ``beta`` (use the beta interface), ``voice``,
-``output_modalities`` (["audio"] or ["text"]), ``kb_top_k``, ``base_url`` (live: a ``websocket_base_url``),
-``idle_timeout_s`` (no server event for this long = a retryable stall; default half the system timeout, at
-most 15 s), ``audio_chunk_ms``, ``pace_audio``, ``input_transcription_model``, ``max_tool_rounds``, ``trace``
-(keep the wire event types of the last turn in ``last_trace``), and for emulated mode ``emulator``
-(``EmulatorSettings`` fields; other keys go to the emulator), ``latency`` / ``faults`` (shortcuts into it,
-overriding ``emulator``) and ``brain`` (``BrainProfile``).
+Options (``system.options``): ``model`` (gpt-realtime), ``beta`` (the beta interface, ``client.beta.realtime``),
+``voice``, ``output_modalities`` (["audio"] or ["text"]), ``base_url`` (live only), ``turn_detection``
+(``auto``: the server's VAD for audio sessions, none for text sessions; ``server_vad``; ``none``: the caller
+commits with ``end_input``), ``vad`` (server VAD tuning: ``threshold``, ``prefix_padding_ms``,
+``silence_duration_ms``, ``interrupt_response``), ``input_transcription_model`` (user transcripts of audio input),
+``intent_tool`` (give the model ``set_conversational_intent``; default on), ``max_tool_rounds`` and ``trace``
+(keep every wire event type on ``session.trace``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import urllib.parse
-from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.base import AdapterBase, Capabilities, NormalizedEvent, TurnInput
-from adapters.emulators.common import RunningEmulator, split_emulator_options
-from adapters.openai_realtime.session import Trace, TurnSettings, build_session, run_realtime_turn
-from adapters.openai_realtime.transport import Transport, WebsocketTransport
-from adapters.openai_realtime.wire import BETA_HEADER
-from adapters.options import parse_options, require_live_credentials, require_live_or_emulated
-from adapters.prompts import instructions_with_context
+from adapters.openai_realtime.instructions import instructions_with_passages
+from adapters.openai_realtime.live import SdkTransport, websocket_base_url
+from adapters.openai_realtime.session import RealtimeSession, SessionConfig, build_session, intent_tool
+from adapters.options import parse_options, require_env, require_live_credentials, require_live_or_emulated
 from bench.config import SystemConfig
 from bench.errors import ConfigError
-from bench.knowledge import load_knowledge_base
+from bench.protocol import AdapterError, Capabilities, ErrorCode, SessionSpec
 
 API_KEY_VAR = "OPENAI_API_KEY"
-EMULATOR_ID = "openai-realtime"
+EMULATED_API_KEY = "emulated-key"
+
+
+class ServerVadOptions(BaseModel):
+    """``turn_detection`` fields of OpenAI's ``server_vad`` (None: the server's default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    threshold: float | None = Field(default=None, ge=0, le=1)
+    prefix_padding_ms: int | None = Field(default=None, ge=0)
+    silence_duration_ms: int | None = Field(default=None, ge=0)
+    #: the server cancels the agent's response when it hears the caller
+    interrupt_response: bool = True
 
 
 class OpenAIRealtimeOptions(BaseModel):
@@ -45,112 +52,96 @@ class OpenAIRealtimeOptions(BaseModel):
     beta: bool = False
     voice: str | None = None
     output_modalities: list[Literal["audio", "text"]] = Field(default_factory=lambda: ["audio"], min_length=1)
-    kb_top_k: int = Field(default=3, ge=0)
     base_url: str | None = None
-    idle_timeout_s: float | None = Field(default=None, gt=0)
-    audio_chunk_ms: int = Field(default=100, ge=10, le=5000)
-    pace_audio: bool = False
+    turn_detection: Literal["auto", "server_vad", "none"] = "auto"
+    vad: ServerVadOptions = Field(default_factory=ServerVadOptions)
     input_transcription_model: str | None = None
+    intent_tool: bool = True
     max_tool_rounds: int = Field(default=3, ge=0, le=10)
     trace: bool = False
-    emulator: dict[str, Any] = Field(default_factory=dict)
-    latency: dict[str, Any] | None = None
-    faults: dict[str, Any] | None = None
-    brain: dict[str, Any] = Field(default_factory=dict)
 
 
-def turn_key(turn: TurnInput) -> str:
-    return f"{turn.entry_id}:{turn.language}"
-
-
-class OpenAIRealtimeAdapter(AdapterBase):
-    """A system backed by OpenAI Realtime (or its emulator)."""
+class OpenAIRealtimeAdapter:
+    """A system backed by OpenAI Realtime (or its emulator): ``open_session`` opens one socket."""
 
     def __init__(self, system: SystemConfig, options: OpenAIRealtimeOptions):
         self.system_id = system.id
         self.mode = system.mode
         self.options = options
-        self.idle_timeout_s = options.idle_timeout_s or min(15.0, system.timeout_s / 2)
         self.capabilities = Capabilities(
             text_input=True,
             audio_input=True,
             streaming_output=True,
             audio_output="audio" in options.output_modalities,
-            tool_events=True,
-            interruption=False,
+            tool_events=options.intent_tool,
+            interruption=True,
             usage=True,
+            server_vad=options.turn_detection != "none",
+            multi_turn=True,
         )
-        self.emulator: RunningEmulator | None = None
-        self.last_trace: Trace | None = None
 
     async def start(self) -> None:
-        if self.mode == "emulated" and self.emulator is None:
-            from adapters.emulators.registry import start_emulator
-
-            settings, extra = split_emulator_options(self.options, forward=("brain",))
-            self.emulator = await start_emulator(EMULATOR_ID, settings, **extra, model=self.options.model)
+        """Nothing shared to open: every conversation has its own client and socket."""
 
     async def close(self) -> None:
-        if self.emulator is not None:
-            emulator, self.emulator = self.emulator, None
-            await emulator.close()
+        """Nothing shared to release."""
 
-    async def _open(self, turn: TurnInput) -> Transport:
-        if self.mode == "live":
-            from adapters.openai_realtime.live import SdkTransport
+    def uses_server_vad(self, spec: SessionSpec) -> bool:
+        if self.options.turn_detection == "auto":
+            return spec.input_mode == "audio"
+        return self.options.turn_detection == "server_vad"
 
-            return await SdkTransport.open(
-                model=self.options.model, beta=self.options.beta, base_url=self.options.base_url
-            )
-        if self.emulator is None:
-            raise ConfigError(f"system {self.system_id!r}: emulated adapter used before start()")
-        url = f"{self.emulator.url}/realtime?{urllib.parse.urlencode({'model': self.options.model})}"
-        headers = {
-            "Authorization": "Bearer emulated",
-            "x-bench-turn": turn_key(turn),
-            "x-bench-utterance": urllib.parse.quote(turn.text),
-            "x-bench-language": turn.language,
-        }
-        if self.options.beta:
-            headers[BETA_HEADER[0]] = BETA_HEADER[1]
-        return await WebsocketTransport.open(url, headers, open_timeout=self.idle_timeout_s)
-
-    def turn_settings(self, turn: TurnInput) -> TurnSettings:
-        passages = (
-            load_knowledge_base().search(turn.text, k=self.options.kb_top_k, language=turn.language)
-            if self.options.kb_top_k
-            else []
-        )
+    def session_config(self, spec: SessionSpec) -> SessionConfig:
+        """The ``session.update`` and the session settings for one conversation."""
+        options = self.options
+        server_vad = self.uses_server_vad(spec)
+        turn_detection: dict[str, Any] | None = None
+        if server_vad:
+            turn_detection = {"type": "server_vad", "create_response": True,
+                              **options.vad.model_dump(exclude_none=True)}
+        transcription = ({"model": options.input_transcription_model, "language": spec.language}
+                         if options.input_transcription_model else None)
         session = build_session(
-            instructions_with_context(passages),
-            beta=self.options.beta,
-            voice=self.options.voice,
-            output_modalities=list(self.options.output_modalities),
-            transcription_model=self.options.input_transcription_model,
+            instructions_with_passages(spec.context, spec.instructions),
+            beta=options.beta,
+            voice=options.voice,
+            output_modalities=list(options.output_modalities),
+            tools=[intent_tool()] if options.intent_tool else [],
+            turn_detection=turn_detection,
+            transcription=transcription,
         )
-        return TurnSettings(
-            beta=self.options.beta,
-            session=session,
-            idle_timeout_s=self.idle_timeout_s,
-            max_tool_rounds=self.options.max_tool_rounds,
-            audio_chunk_ms=self.options.audio_chunk_ms,
-            pace_audio=self.options.pace_audio,
-            retrieved_context=[p.document.body for p in passages],
-        )
+        return SessionConfig(beta=options.beta, session=session, base_instructions=spec.instructions,
+                             passages=list(spec.context), history=list(spec.history), server_vad=server_vad,
+                             idle_timeout_s=spec.idle_timeout_s, max_tool_rounds=options.max_tool_rounds,
+                             sample_rate=spec.audio.sample_rate, trace=options.trace)
 
-    async def run_turn(self, turn: TurnInput) -> AsyncIterator[NormalizedEvent]:
-        settings = self.turn_settings(turn)
-        trace: Trace | None = [] if self.options.trace else None
-        self.last_trace = trace
-        transport = await self._open(turn)
-        finished = False
+    def connection_target(self, spec: SessionSpec) -> tuple[str, str | None]:
+        """(api key, ``websocket_base_url``) for one conversation."""
+        endpoint = spec.endpoint
+        if self.mode == "emulated":
+            if endpoint is None:
+                raise AdapterError(f"system {self.system_id!r}: emulated session without an endpoint (the engine "
+                                   "starts the emulator and hands one over)", code=ErrorCode.INTERNAL,
+                                   retryable=False)
+            return (endpoint.credentials.get("api_key") or EMULATED_API_KEY,
+                    websocket_base_url(endpoint.url, emulated=True))
+        api_key = require_env(self.system_id, API_KEY_VAR)
+        if endpoint is not None:
+            return api_key, websocket_base_url(endpoint.url, emulated=endpoint.emulated)
+        return api_key, self.options.base_url
+
+    async def open_session(self, spec: SessionSpec) -> RealtimeSession:
+        api_key, base_url = self.connection_target(spec)
+        config = self.session_config(spec)
+        transport = await SdkTransport.open(api_key=api_key, model=self.options.model, beta=self.options.beta,
+                                            base_url=base_url, open_timeout_s=spec.idle_timeout_s)
+        session = RealtimeSession(transport, config, self.capabilities)
         try:
-            async for event in run_realtime_turn(transport, turn, settings, trace):
-                yield event
-            finished = True
-        finally:
-            with contextlib.suppress(Exception):  # a broken socket must not mask the turn's own outcome
-                await transport.close(graceful=finished)
+            await session.start()
+        except BaseException:
+            await session.aclose()
+            raise
+        return session
 
 
 def create(system: SystemConfig) -> OpenAIRealtimeAdapter:
@@ -158,4 +149,7 @@ def create(system: SystemConfig) -> OpenAIRealtimeAdapter:
     require_live_or_emulated(system, "openai_realtime")
     if system.mode == "live":
         require_live_credentials(system.id, API_KEY_VAR, "openai", "openai")
+    elif options.base_url is not None:
+        raise ConfigError(f"system {system.id!r}: options.base_url: only for live mode (emulated sessions connect "
+                          "to the endpoint the engine hands over)")
     return OpenAIRealtimeAdapter(system, options)
