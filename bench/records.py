@@ -54,6 +54,9 @@ class TurnRecord(BaseModel):
     input_audio_seconds: float | None = None
     output_audio_seconds: float | None = None
     billed_minutes: float | None = None
+    transcription_input_tokens: int | None = None
+    transcription_output_tokens: int | None = None
+    transcription_seconds: float | None = None
     vendor_cost_usd: float | None = None
     vendor_latency_ms: dict[str, float] = Field(default_factory=dict)
     tool_calls: list[dict[str, Any]] = Field(default_factory=list)

@@ -1,12 +1,14 @@
 """What the three generic endpoint adapters share: options, headers, templates, JSON paths, the stall watchdog.
 
 Headers: a team's endpoint usually wants a credential in some header. ``options.headers`` maps a header name to
-its value; a value either references environment variables (``"Bearer ${TEAM_TOKEN}"``) — resolved when the
-adapter is created, each value registered with the redactor — or is a literal, which is allowed only for the
-header names in ``LITERAL_HEADERS`` (none of which carries a secret). A literal ``X-Auth`` or
+its value, which is either a whole environment reference (``"${TEAM_TOKEN}"``) — resolved when the adapter is
+created, the value registered with the redactor — or a literal, allowed only for the non-secret names of
+``bench.config.PLAIN_HEADERS`` (the same allow-list the config loader applies). A literal ``X-Auth`` or
 ``X-Client-Credential`` is therefore a configuration error instead of a secret written into a config file.
-The URL may reference environment variables the same way (``wss://…/ws?accessToken=${TEAM_TOKEN}``).
-In emulated mode every reference resolves to the emulator's placeholder credential, so the same header code runs.
+``options.bearer_headers`` names headers whose referenced value is sent as ``Bearer <value>``. The URL may
+reference environment variables too (``"${TEAM_WS_URL}"`` for a URL that carries an access token); resolved
+URLs are registered with the redactor as well. In emulated mode every reference resolves to the emulator's
+placeholder credential, so the same header code runs.
 """
 
 from __future__ import annotations
@@ -16,32 +18,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from adapters.options import require_env
-from bench.config import SystemConfig
+from bench.config import PLAIN_HEADERS, SystemConfig
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, ErrorCode, SessionSpec
-from bench.protocol.redact import redact
-
-#: header names whose value may be written literally in a config (lower case); everything else needs ${ENV}
-LITERAL_HEADERS = frozenset({
-    "accept", "accept-language", "content-type", "origin", "user-agent", "x-request-id", "x-tenant-id",
-})
+from bench.protocol.redact import redact, register_secret
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_LOOSE_REFERENCE = re.compile(r"\$\{[^}]*\}?")
-
-
-def env_references(value: str) -> list[str]:
-    """The environment variable names ``value`` references as ``${NAME}``."""
-    return _ENV_REFERENCE.findall(value)
-
-
-def _check_references(value: str, where: str) -> None:
-    stripped = _ENV_REFERENCE.sub("", value)
-    if _LOOSE_REFERENCE.search(stripped):
-        raise ValueError(f"{where}: malformed environment reference; write ${{NAME}} with NAME = [A-Za-z_][A-Za-z0-9_]*")
+_WHOLE_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+_LOOSE_REFERENCE = re.compile(r"\$\{")
 
 
 class EndpointOptions(BaseModel):
@@ -49,31 +36,41 @@ class EndpointOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    url: str | None = Field(default=None, description="endpoint URL (required unless mode is emulated); may hold ${ENV}")
+    url: str | None = Field(default=None, description="endpoint URL (required unless emulated); may hold ${ENV}")
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description="header name -> value; the value must reference ${ENV_VAR}s unless the name is in LITERAL_HEADERS",
+        description="header name -> \"${ENV_VAR}\" (a literal value only for bench.config.PLAIN_HEADERS)",
     )
+    bearer_headers: list[str] = Field(default_factory=list, description="headers sent as 'Bearer <value>'")
     connect_timeout_s: float = Field(default=10.0, gt=0)
 
     @field_validator("headers")
     @classmethod
     def _literal_headers_are_allow_listed(cls, value: dict[str, str]) -> dict[str, str]:
         for name, header in value.items():
-            _check_references(header, f"header {name!r}")
-            if not env_references(header) and name.lower() not in LITERAL_HEADERS:
-                raise ValueError(
-                    f"header {name!r} has a literal value; only {', '.join(sorted(LITERAL_HEADERS))} may be literal. "
-                    f"Reference an environment variable instead, e.g. {name}: \"${{MY_{_env_name(name)}}}\""
-                )
+            if _WHOLE_REFERENCE.match(header):
+                continue
+            if _LOOSE_REFERENCE.search(header):
+                raise ValueError(f"header {name!r}: write the whole value as one environment reference, "
+                                 f"\"${{NAME}}\" with NAME = [A-Za-z_][A-Za-z0-9_]*")
+            if name.lower() not in PLAIN_HEADERS:
+                raise ValueError(f"header {name!r} has a literal value; only {', '.join(sorted(PLAIN_HEADERS))} may "
+                                 f"be literal. Reference an environment variable: \"${{MY_{_env_name(name)}}}\"")
         return value
 
     @field_validator("url")
     @classmethod
     def _url_references(cls, value: str | None) -> str | None:
-        if value is not None:
-            _check_references(value, "url")
+        if value is not None and _LOOSE_REFERENCE.search(_ENV_REFERENCE.sub("", value)):
+            raise ValueError("url: malformed environment reference; write ${NAME}, NAME = [A-Za-z_][A-Za-z0-9_]*")
         return value
+
+    @model_validator(mode="after")
+    def _bearer_headers_are_referenced(self) -> EndpointOptions:
+        for name in self.bearer_headers:
+            if not _WHOLE_REFERENCE.match(self.headers.get(name, "")):
+                raise ValueError(f"bearer_headers: {name!r} must be a header whose value is an ${{ENV_VAR}} reference")
+        return self
 
 
 def _env_name(header: str) -> str:
@@ -93,6 +90,13 @@ class Target:
         self.headers = headers
 
 
+def _headers(options: EndpointOptions, lookup: Callable[[str], str]) -> dict[str, str]:
+    headers = {name: expand(value, lookup) for name, value in options.headers.items()}
+    for name in options.bearer_headers:
+        headers[name] = f"Bearer {headers[name]}"
+    return headers
+
+
 def live_target(options: EndpointOptions, system: SystemConfig) -> Target | None:
     """The configured URL and headers with environment references resolved (``MissingCredential`` when one is
     unset; every resolved value is registered as a secret). ``None`` in emulated mode."""
@@ -104,7 +108,10 @@ def live_target(options: EndpointOptions, system: SystemConfig) -> Target | None
     def lookup(variable: str) -> str:
         return require_env(system.id, variable)  # registers the value with the redactor
 
-    return Target(expand(options.url, lookup), {name: expand(value, lookup) for name, value in options.headers.items()})
+    url = expand(options.url, lookup)
+    if url != options.url:
+        register_secret(url)  # a URL from the environment may carry a token
+    return Target(url, _headers(options, lookup))
 
 
 def session_target(options: EndpointOptions, live: Target | None, spec: SessionSpec, system_id: str) -> Target:
@@ -113,8 +120,7 @@ def session_target(options: EndpointOptions, live: Target | None, spec: SessionS
     endpoint = spec.endpoint
     if endpoint is not None and (endpoint.emulated or live is None):
         placeholder = endpoint.credentials.get("api_key", "emulated-key")
-        headers = {name: expand(value, lambda _: placeholder) for name, value in options.headers.items()}
-        return Target(endpoint.url, headers)
+        return Target(endpoint.url, _headers(options, lambda _: placeholder))
     if live is None:
         raise AdapterError(f"system {system_id!r}: emulated mode but the engine handed no endpoint",
                            code=ErrorCode.INTERNAL, retryable=False)

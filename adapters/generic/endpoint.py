@@ -137,6 +137,12 @@ class WebSocketEndpointSession(StreamingSession):
         except ConnectionClosed as exc:
             self.fail(disconnect_error(exc))
 
+    def user_turn_response_id(self) -> str:
+        """The response a caller transcript belongs to: the one in progress, else (or after a cut) the next."""
+        if self.response is not None and not self.response.cut:
+            return self.response.response_id
+        return self.pending_response_id()
+
     def pending_response_id(self) -> str:
         """The id the next response will carry (handed out with ``UserTurnSent`` before it exists)."""
         if self._pending_id is None:
@@ -155,12 +161,14 @@ class WebSocketEndpointSession(StreamingSession):
         """The response in progress, started by this frame if there is none."""
         return self.response if self.response is not None else self.start_response()
 
-    def deliver_audio(self, response: ResponseState, pcm: bytes) -> None:
+    def deliver_audio(self, response: ResponseState | None, pcm: bytes) -> None:
+        """Hand on agent audio at the session's rate (``response`` None: line audio outside any response)."""
         if self.output_rate != self.spec.audio.sample_rate:
             pcm = resample_pcm16(pcm, self.output_rate, self.spec.audio.sample_rate)
-        response.audio_bytes += len(pcm)
+        if response is not None:
+            response.audio_bytes += len(pcm)
         self.emit(AudioDelta.model_construct(pcm16=pcm, sample_rate=self.spec.audio.sample_rate,
-                                             response_id=response.response_id, type="audio_delta"))
+                                             response_id=response.response_id if response is not None else None))
 
     def finish_response(self, *, intent: str | None = None, target_language: str | None = None,
                         retrieved_context: list[str] | None = None, final_text: str | None = None,

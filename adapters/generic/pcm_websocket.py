@@ -1,63 +1,53 @@
-"""Raw PCM-over-WebSocket endpoint adapter: binary PCM16 both ways, JSON control messages.
+"""Raw PCM-over-WebSocket endpoint adapter: a frame-driven voice endpoint with its own VAD.
 
-Per turn (a fresh connection): the ``options.start_message`` template (default: ``{"type": "start",
-"session_id", "language", "encoding", "channels", "input_sample_rate", "output_sample_rate"}``), then the
-user audio as binary PCM16 frames at ``options.input_sample_rate`` (resampled from the turn's rate when they
-differ) and the ``options.end_message`` template (default ``{"type": "end"}``); a text-only turn sends the
-``options.text_message`` template instead (null = the endpoint takes audio only). ``UserTurnSent`` is
-yielded once the last of these is written.
+One socket per conversation. On open: the ``options.start_message`` template once (default: session id,
+language, encoding, channels, sample rates, the knowledge passages, instructions and history). Then the
+caller's audio streams through: ``push_audio`` forwards every frame as it comes (resampled to
+``options.input_sample_rate``) — the engine's pump paces them and keeps sending silence after the speech, like
+a phone line — and the endpoint decides itself when the caller stopped (``server_vad``); nothing waits for the
+whole utterance before reading. ``end_input`` is only a hint unless ``options.end_message`` is set (then it is
+sent). A text turn sends ``options.text_message``. ``interrupt`` reports the cut at once and sends
+``options.cancel_message``; the endpoint's own barge-in (caller speech while it talks) arrives as an
+``end`` with ``status: interrupted``.
 
-Back: binary frames are agent audio at ``options.output_sample_rate`` (resampled to the turn's rate, yielded
-as ``AudioDelta``); JSON ``transcript`` (partial → ``TextDelta``, final → ``Transcript``), ``tool_call``,
-``error`` and ``end`` (with optional intent / target language / retrieved context). The endpoint's own type
-names can be mapped with ``options.message_types``. End of the agent's turn: an end message, or — when
-configured — no frame for ``idle_end_ms`` after audio started (``TurnDone`` then comes ``idle_end_ms`` late),
-or ``silence_end_ms`` of output audio below ``silence_threshold`` after non-silent audio.
+Back: binary frames are agent audio at ``options.output_sample_rate`` (→ ``AudioDelta`` at the session rate);
+JSON ``transcript`` (partial → ``TextDelta``, final → ``Transcript``), ``tool_call``, ``speech_started`` /
+``speech_stopped`` (→ ``UserSpeechStarted/Stopped``), ``error`` and ``end`` (routing labels). The endpoint's own
+type names can be mapped with ``options.message_types``. A response ends with the end marker, or — when
+configured — when the endpoint goes quiet for ``idle_end_ms`` (no frame), or after ``silence_end_ms`` of output
+audio below ``silence_threshold`` following voiced audio. Silent frames outside a response (a phone line's
+idle noise floor) are handed on without a response id and start nothing. ``update_context`` is unsupported.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-from pydantic import Field, ValidationError
+import numpy as np
+from pydantic import Field, ValidationError, field_validator
 
-from adapters.base import (
-    AdapterBase,
+from adapters._shared.ws import WebsocketTransport
+from adapters.generic import wire
+from adapters.generic.common import EndpointOptions, endpoint_error, malformed, render_template, template_values
+from adapters.generic.endpoint import EndpointSystem, ResponseState, WebSocketEndpointSession
+from adapters.generic.websocket import INTENT_TOOL
+from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
+from adapters.options import parse_options
+from bench.config import SystemConfig
+from bench.protocol import (
     AdapterError,
-    AudioDelta,
     Capabilities,
-    NormalizedEvent,
+    ErrorCode,
+    SessionReady,
+    SessionSpec,
     TextDelta,
     ToolCall,
     Transcript,
-    TurnDone,
-    TurnInput,
+    UserSpeechStarted,
+    UserSpeechStopped,
     UserTurnSent,
 )
-from adapters.generic import wire
-from adapters.generic.common import (
-    SESSION_HEADER,
-    EmulatedEndpoint,
-    EndpointOptions,
-    RecvWatchdog,
-    StreamResampler,
-    close_quietly,
-    load_options,
-    redact,
-    render_template,
-    resample_pcm16,
-    resolve_headers,
-    send_audio_frames,
-    session_id_for,
-    status_error,
-    template_values,
-    websocket_proxy,
-)
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
-from bench.config import SystemConfig
 
 
 class PcmWebSocketOptions(EndpointOptions):
@@ -65,249 +55,204 @@ class PcmWebSocketOptions(EndpointOptions):
 
     start_message: dict[str, Any] = Field(
         default_factory=lambda: dict(wire.DEFAULT_PCM_START),
-        description="template; placeholders: session_id, language, text, entry_id, user_id, tenant_id, "
-        "sample_rate, input_sample_rate, output_sample_rate",
+        description="template; placeholders: session_id, language, user_id, tenant_id, context, instructions, "
+        "history, input_sample_rate, output_sample_rate, …",
     )
     end_message: dict[str, Any] | None = Field(
-        default_factory=lambda: dict(wire.DEFAULT_PCM_END),
-        description="sent after the user audio; null when the endpoint detects the end of speech itself",
+        default=None, description="sent by end_input(); null: the endpoint detects the end of speech itself"
     )
     text_message: dict[str, Any] | None = Field(
-        default_factory=lambda: dict(wire.DEFAULT_PCM_TEXT),
-        description="text-only turn template; null = audio only",
+        default_factory=lambda: dict(wire.DEFAULT_PCM_TEXT), description="text turn template; null = audio only"
     )
+    cancel_message: dict[str, Any] | None = Field(
+        default_factory=lambda: dict(wire.DEFAULT_PCM_CANCEL), description="sent on interrupt(); null = none"
+    )
+    declare_intent_tool: bool = Field(default=False, description="add the intent tool as start_message.tools")
     input_sample_rate: int = Field(default=24000, gt=0)
     output_sample_rate: int = Field(default=24000, gt=0)
-    frame_ms: int = Field(default=100, ge=5, le=1000, description="user audio frame length (20 is typical when paced)")
-    pace_audio: bool = False
     message_types: dict[str, str] = Field(
-        default_factory=dict, description="endpoint type name -> one of transcript, tool_call, end, error"
+        default_factory=dict, description=f"endpoint type name -> one of {', '.join(wire.PCM_SERVER_MESSAGES)}"
     )
-    idle_end_ms: int | None = Field(default=None, gt=0, description="end the turn after N ms without frames")
-    silence_end_ms: int | None = Field(default=None, gt=0, description="end the turn after N ms of silent audio")
-    silence_threshold: int = Field(default=256, ge=0, le=32767)
-    max_message_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
+    idle_end_ms: int | None = Field(default=None, gt=0, description="a response ends after N ms without frames")
+    silence_end_ms: int | None = Field(default=None, gt=0, description="a response ends after N ms of silent audio")
+    silence_threshold: int = Field(default=256, ge=0, le=32767, description="peak sample level counted as silence")
 
-
-class PcmWebSocketAdapter(AdapterBase):
-    """Binary PCM16 over WebSocket with JSON control messages."""
-
-    def __init__(self, system: SystemConfig):
-        self.system_id = system.id
-        self.mode = system.mode
-        self.options = load_options(PcmWebSocketOptions, system)
-        unknown = set(self.options.message_types.values()) - set(wire.PCM_SERVER_MESSAGES)
+    @field_validator("message_types")
+    @classmethod
+    def _known_targets(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value.values()) - set(wire.PCM_SERVER_MESSAGES))
         if unknown:
-            from bench.errors import ConfigError
+            raise ValueError(f"unknown target(s) {unknown}; known: {sorted(wire.PCM_SERVER_MESSAGES)}")
+        return value
 
-            raise ConfigError(
-                f"system {system.id!r}: options.message_types: unknown target(s) {sorted(unknown)}; "
-                f"known: {sorted(wire.PCM_SERVER_MESSAGES)}"
-            )
-        self.timeout_s = system.timeout_s
-        self.headers = resolve_headers(self.options, system.id) if system.mode != "emulated" else {}
-        self.capabilities = Capabilities(
-            text_input=self.options.text_message is not None,
-            audio_input=True,
-            streaming_output=True,
-            audio_output=True,
-            tool_events=True,
-            interruption=False,
-            usage=False,
-        )
-        self._emulator = EmulatedEndpoint(self.options, "websocket") if system.mode == "emulated" else None
-        self.url = self.options.url
 
-    async def start(self) -> None:
-        if self._emulator is not None and self._emulator.running is None:
-            self.url = (await self._emulator.start()) + "/pcm"
+class PcmSession(WebSocketEndpointSession):
+    """One conversation with a raw-PCM voice endpoint."""
 
-    async def close(self) -> None:
-        if self._emulator is not None:
-            await self._emulator.close()
+    def __init__(self, options: PcmWebSocketOptions, capabilities: Capabilities, spec: SessionSpec,
+                 transport: WebsocketTransport):
+        super().__init__(capabilities, spec, transport, input_rate=options.input_sample_rate,
+                         output_rate=options.output_sample_rate)
+        self.options = options
+        self.quiet_gap_s = options.idle_end_ms / 1000 if options.idle_end_ms else None
+        self._types = {name: name for name in wire.PCM_SERVER_MESSAGES} | options.message_types
 
-    @property
-    def send_hint(self) -> bool:
-        hint = self.options.send_transcript_hint
-        return self.mode == "emulated" if hint is None else hint
+    def start_message(self) -> dict[str, Any]:
+        values = template_values(self.spec, input_sample_rate=self.options.input_sample_rate,
+                                 output_sample_rate=self.options.output_sample_rate)
+        message = render_template(self.options.start_message, values)
+        if self.options.declare_intent_tool:
+            message["tools"] = [INTENT_TOOL]
+        return message
 
-    def _values(self, turn: TurnInput) -> dict[str, Any]:
-        return template_values(
-            turn,
-            input_sample_rate=self.options.input_sample_rate,
-            output_sample_rate=self.options.output_sample_rate,
-        )
+    def _begin_turn(self) -> None:
+        """The caller finished a turn: an answer is due. (A response cut earlier stays open, its output dropped,
+        until the endpoint ends it: the protocol has no response ids, so that end is what separates the two.)"""
+        self.watchdog.expect()
 
-    async def run_turn(self, turn: TurnInput) -> AsyncIterator[NormalizedEvent]:
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+    # -- Session ------------------------------------------------------------------------------------
+    async def send_text(self, text: str) -> None:
+        if self.options.text_message is None:
+            raise AdapterError("this endpoint takes audio only (options.text_message is null)",
+                               code=ErrorCode.UNSUPPORTED, retryable=False)
+        self._begin_turn()
+        response_id = self.pending_response_id()
+        if await self.send(render_template(self.options.text_message, template_values(self.spec, text=text))):
+            self.emit(UserTurnSent(response_id=response_id))
+            self.watchdog.expect()
 
-        if self.url is None:
-            raise AdapterError(f"system {self.system_id!r}: adapter not started (no URL)")
-        if turn.audio_pcm16 is None and self.options.text_message is None:
-            raise AdapterError(
-                "text-only turn but options.text_message is null (audio-only endpoint)",
-                code="unsupported_input",
-            )
-        values = self._values(turn)
-        start = render_template(self.options.start_message, values)
-        if turn.audio_pcm16 is not None and self.send_hint:
-            start["transcript_hint"] = turn.text
-        try:
-            ws = await connect(
-                self.url,
-                additional_headers={**self.headers, SESSION_HEADER: session_id_for(turn)},
-                open_timeout=self.options.connect_timeout_s,
-                max_size=self.options.max_message_bytes,
-                compression=None,
-                proxy=websocket_proxy(self.url),
-            )
-        except InvalidStatus as exc:
-            response = exc.response
-            body = response.body.decode("utf-8", "replace")
-            raise status_error(response.status_code, response.headers, body, self.headers) from None
-        except (OSError, TimeoutError, InvalidHandshake) as exc:
-            message = f"cannot connect to endpoint: {redact(str(exc), self.headers)}"
-            raise AdapterError(message, retryable=True, code="connect") from None
-        try:
-            try:
-                await ws.send(json.dumps(start))
-                if turn.audio_pcm16 is not None:
-                    pcm = resample_pcm16(turn.audio_pcm16, turn.sample_rate, self.options.input_sample_rate)
-                    options = self.options
-                    await send_audio_frames(ws, pcm, options.frame_ms, options.input_sample_rate, options.pace_audio)
-                    if self.options.end_message is not None:
-                        await ws.send(json.dumps(render_template(self.options.end_message, values)))
-                else:
-                    assert self.options.text_message is not None
-                    await ws.send(json.dumps(render_template(self.options.text_message, values)))
-            except ConnectionClosed as exc:
-                raise AdapterError(
-                    f"connection closed while sending the turn: {exc}", retryable=True, code="disconnect"
-                ) from None
-            yield UserTurnSent()
-            async for event in self._receive(ws, turn):
-                yield event
-        finally:
-            await close_quietly(ws)
+    async def end_input(self) -> None:
+        self._begin_turn()
+        if self.options.end_message is not None:
+            await self.send(render_template(self.options.end_message, template_values(self.spec)))
 
-    async def _receive(self, ws: Any, turn: TurnInput) -> AsyncIterator[NormalizedEvent]:
-        watchdog = RecvWatchdog(ws, self.options.receive_timeout_s or self.timeout_s)
-        try:
-            async for event in self._events(watchdog, turn):
-                yield event
-        finally:
-            watchdog.cancel()
+    async def send_cancel(self) -> None:
+        if self.options.cancel_message is not None:
+            await self.send(render_template(self.options.cancel_message, template_values(self.spec)))
 
-    async def _events(self, watchdog: RecvWatchdog, turn: TurnInput) -> AsyncIterator[NormalizedEvent]:
-        import numpy as np
-        from websockets.exceptions import ConnectionClosed
-
+    # -- events -------------------------------------------------------------------------------------
+    def on_audio(self, pcm: bytes) -> None:
         options = self.options
-        resampler = (
-            StreamResampler(options.output_sample_rate, turn.sample_rate)
-            if options.output_sample_rate != turn.sample_rate
-            else None
-        )
-        types = {name: name for name in wire.PCM_SERVER_MESSAGES}
-        types.update(options.message_types)
-        parts: list[str] = []
-        final_text: str | None = None
-        intent: str | None = None
-        target_language: str | None = None
-        heard_voice = False
-        silent_ms = 0.0
-        audio_started = False
-        while True:
-            try:
-                if audio_started and options.idle_end_ms:
-                    async with asyncio.timeout(options.idle_end_ms / 1000):
-                        message = await watchdog.recv()
-                else:
-                    message = await watchdog.recv()
-            except TimeoutError:
-                break  # end of turn by idle
-            except ConnectionClosed as exc:
-                if watchdog.fired:
-                    raise AdapterError(
-                        f"stalled: no frame for {watchdog.idle_s:g} s", retryable=True, code="stall"
-                    ) from None
-                raise AdapterError(
-                    f"connection closed mid-response ({exc})", retryable=True, code="disconnect"
-                ) from None
-            if isinstance(message, bytes):
-                audio_started = True
-                if options.silence_end_ms:
-                    samples = np.frombuffer(message[: len(message) // 2 * 2], dtype="<i2")
-                    loud = samples.size > 0 and int(np.abs(samples.astype(np.int32)).max()) > options.silence_threshold
-                    if loud:
-                        heard_voice, silent_ms = True, 0.0
-                    else:
-                        silent_ms += samples.size / options.output_sample_rate * 1000
-                pcm = resampler.process(message) if resampler else message
-                yield AudioDelta.model_construct(pcm16=pcm, sample_rate=turn.sample_rate)  # hot path
-                if options.silence_end_ms and heard_voice and silent_ms >= options.silence_end_ms:
-                    break  # end of turn by silence
-                continue
-            try:
-                data = json.loads(message)
-            except ValueError:
-                raise AdapterError("malformed control message (not JSON)", code="malformed") from None
-            if not isinstance(data, dict):
-                raise AdapterError("malformed control message (not a JSON object)", code="malformed")
-            kind = types.get(str(data.get("type")))
-            model = wire.PCM_SERVER_MESSAGES.get(kind or "")
-            if model is None:
-                continue  # a control message we do not read
-            try:
-                event = model.model_validate({**data, "type": kind})
-            except ValidationError as exc:
-                raise AdapterError(f"malformed {kind} message: {exc.errors()[0]['msg']}", code="malformed") from None
-            if isinstance(event, wire.PcmTranscript):
-                if event.role == "user":
-                    yield Transcript(role="user", text=event.text, final=event.final)
-                elif event.final:
-                    final_text = event.text
-                    yield Transcript(role="agent", text=event.text, final=True)
-                else:
-                    parts.append(event.text)
-                    yield TextDelta(text=event.text)
-            elif isinstance(event, wire.PcmToolCall):
-                try:
-                    arguments = event.parsed_arguments()
-                except ValueError as exc:
-                    raise AdapterError(f"malformed tool call arguments: {exc}", code="malformed") from None
-                if event.name == INTENT_TOOL_NAME:
-                    intent, target_language = intent_from_arguments(arguments)
-                yield ToolCall(call_id=event.call_id, name=event.name, arguments=arguments)
-            elif isinstance(event, wire.PcmError):
-                retryable = (
-                    event.retryable
-                    if event.retryable is not None
-                    else (event.code or "") in ("server_error", "rate_limit_exceeded", "overloaded")
-                )
-                raise AdapterError(
-                    f"endpoint error: {event.message or event.code}",
-                    retryable=retryable,
-                    retry_after_s=event.retry_after_s,
-                    code=event.code,
-                )
-            elif isinstance(event, wire.PcmEnd):
-                intent = intent or event.conversational_intent
-                target_language = target_language or event.target_language
-                yield TurnDone(
-                    conversational_intent=intent,
-                    target_language=target_language,
-                    retrieved_context=event.retrieved_context,
-                    final_text=final_text or event.text or ("".join(parts) or None),
-                )
-                return
-        yield TurnDone(
-            conversational_intent=intent,
-            target_language=target_language,
-            final_text=final_text or ("".join(parts) or None),
-        )
+        response = self.response
+        samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2")
+        voiced = samples.size > 0 and int(np.abs(samples.astype(np.int32)).max()) > options.silence_threshold
+        if response is None and not voiced:
+            self.deliver_audio(None, pcm)  # the line's silence between responses belongs to no response
+            return
+        self.watchdog.activity()
+        response = response or self.start_response()
+        if not response.cut:
+            self.deliver_audio(response, pcm)
+        if voiced:
+            response.heard_voice, response.silent_ms = True, 0.0
+        else:
+            response.silent_ms += samples.size / options.output_sample_rate * 1000
+        if options.silence_end_ms and response.heard_voice and response.silent_ms >= options.silence_end_ms:
+            self.finish_response()
+
+    def on_quiet(self) -> None:
+        self.finish_response()
+
+    def on_text(self, message: str) -> None:
+        self.watchdog.activity()
+        try:
+            data = json.loads(message)
+        except ValueError:
+            raise malformed("control message is not JSON") from None
+        if not isinstance(data, dict):
+            raise malformed("control message is not a JSON object")
+        kind = self._types.get(str(data.get("type")))
+        model = wire.PCM_SERVER_MESSAGES.get(kind or "")
+        if model is None:
+            return  # a control message we do not read
+        try:
+            event = model.model_validate({**data, "type": kind})
+        except ValidationError as exc:
+            raise malformed(f"{kind} message: {exc.errors()[0]['msg']}") from None
+        if isinstance(event, wire.PcmSpeechStarted):
+            self.emit(UserSpeechStarted())
+        elif isinstance(event, wire.PcmSpeechStopped):
+            self.emit(UserSpeechStopped())
+            self._begin_turn()
+        elif isinstance(event, wire.PcmTranscript):
+            self._on_transcript(event)
+        elif isinstance(event, wire.PcmToolCall):
+            self._on_tool_call(event)
+        elif isinstance(event, wire.PcmError):
+            raise endpoint_error(f"endpoint error: {event.message or event.code}", event.code or ErrorCode.SERVER_ERROR,
+                                 retry_after_s=event.retry_after_s)
+        elif isinstance(event, wire.PcmEnd):
+            self._on_end(event)
+
+    def _on_transcript(self, event: wire.PcmTranscript) -> None:
+        if event.role == "user":
+            self.emit(Transcript(role="user", text=event.text, final=event.final,
+                                 response_id=self.user_turn_response_id()))
+            return
+        response = self.open_response()
+        if response.cut:
+            return
+        if event.final:
+            response.final_text = event.text
+            self.emit(Transcript(role="agent", text=event.text, final=True, response_id=response.response_id))
+        else:
+            response.text.append(event.text)
+            self.emit(TextDelta(text=event.text, response_id=response.response_id))
+
+    def _on_tool_call(self, event: wire.PcmToolCall) -> None:
+        try:
+            arguments = event.parsed_arguments()
+        except ValueError as exc:
+            raise malformed(f"tool call arguments: {exc}") from None
+        response = self.open_response()
+        if response.cut:
+            return
+        if event.name == INTENT_TOOL_NAME:
+            response.intent, response.target_language = intent_from_arguments(arguments)
+        self.emit(ToolCall(call_id=event.call_id, name=event.name, arguments=arguments,
+                           response_id=response.response_id))
+
+    def _on_end(self, event: wire.PcmEnd) -> None:
+        response: ResponseState | None = self.response
+        if response is None:
+            return  # an end marker with nothing before it (e.g. after a response that ended by silence)
+        if event.status == "interrupted" and not response.cut:
+            self.report_interruption(response, by="vendor")
+        self.finish_response(intent=event.conversational_intent, target_language=event.target_language,
+                             retrieved_context=event.retrieved_context or None,
+                             final_text=response.final_text or event.text or None)
 
 
-def create(system: SystemConfig) -> PcmWebSocketAdapter:
-    return PcmWebSocketAdapter(system)
+class PcmWebSocketSystem(EndpointSystem):
+    """Raw PCM over WebSocket, one socket per conversation."""
+
+    options: PcmWebSocketOptions
+
+    async def open_session(self, spec: SessionSpec) -> PcmSession:
+        target = self.target(spec)
+        transport = await WebsocketTransport.open(target.url, target.headers, self.options.connect_timeout_s)
+        session = PcmSession(self.options, self.capabilities, spec, transport)
+        try:
+            await transport.send(session.start_message())
+        except Exception as exc:
+            await transport.close(graceful=False)
+            raise endpoint_error(f"connection lost while sending the start message: {exc}", ErrorCode.CONNECT) from None
+        session.emit(SessionReady())
+        session.start_reading()
+        return session
+
+
+def create(system: SystemConfig) -> PcmWebSocketSystem:
+    options = parse_options(system, PcmWebSocketOptions)
+    capabilities = Capabilities(
+        text_input=options.text_message is not None,
+        audio_input=True,
+        streaming_output=True,
+        audio_output=True,
+        tool_events=True,
+        interruption=True,
+        usage=False,
+        server_vad=options.end_message is None,
+        multi_turn=True,
+    )
+    return PcmWebSocketSystem(system, options, capabilities)

@@ -1,65 +1,69 @@
-"""Generic WebSocket endpoint adapter speaking the seed-000 evaluator protocol.
+"""Generic WebSocket endpoint adapter speaking the evaluator protocol of seeds 000/001.
 
-Per turn (a fresh connection): ``evaluator.init`` JSON (session id, language, audio format 24 kHz mono PCM16,
-``options.init_extra`` merged into ``request``), then the user audio as binary PCM16 frames followed by
-``input_audio_buffer.commit`` — or, for a text-only turn, the ``options.text_message`` template (default: a
-realtime-style ``conversation.item.create``) — then ``response.create``. ``UserTurnSent`` is yielded right
-after ``response.create`` is written. Realtime-style events come back (GA and beta names) and are normalized:
-audio deltas → ``AudioDelta``; transcript / text deltas → ``TextDelta``; ``…transcript.done`` → agent
-``Transcript``; input transcription → user ``Transcript``; ``response.function_call_arguments.done`` →
-``ToolCall`` (``set_conversational_intent`` sets the turn's intent); ``response.done`` → ``Usage`` (when
-reported) and ``TurnDone`` (``response.metadata`` may carry intent / target language / retrieved context);
-``error`` → ``AdapterError``. Binary frames from the server are taken as output audio.
+One socket per conversation. On open: ``evaluator.init`` once, injecting the session — conversation id,
+language, audio format, the knowledge passages (``spec.context``), instructions, earlier history, user and
+tenant, the declared tools, and ``options.init_extra`` merged into ``request`` (the seed's opaque ``context``
+mapping or an ``agentConfig`` override). Then on the same socket:
 
-Options (``system.options``): see ``WebSocketOptions`` and ``adapters.generic.common.EndpointOptions``.
+* text turn — the ``options.text_message`` template (default: a realtime-style ``conversation.item.create``),
+  ``response.create``, then ``UserTurnSent`` (the zero point);
+* audio turn — ``push_audio`` forwards each frame as a binary PCM16 frame as it comes (resampled to
+  ``options.input_sample_rate``), ``end_input`` sends ``input_audio_buffer.commit`` + ``response.create``;
+* barge-in — ``interrupt`` sends ``options.cancel_message`` (default ``response.cancel``).
+
+Realtime-style events come back (GA and beta names): audio deltas → ``AudioDelta``; transcript / text deltas →
+``TextDelta``; ``…transcript.done`` → agent ``Transcript``; input transcription → user ``Transcript``;
+``input_audio_buffer.speech_started/stopped`` → ``UserSpeechStarted/Stopped``;
+``response.function_call_arguments.done`` → ``ToolCall`` (``set_conversational_intent`` labels the response);
+``response.done`` → ``Usage`` (when reported) and ``ResponseDone`` (``response.metadata`` may carry intent,
+target language, retrieved context); ``error`` → a fatal ``ErrorEvent`` with the normalized code.
+``update_context`` is unsupported: the protocol injects the session once.
 """
 
 from __future__ import annotations
 
 import binascii
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from adapters.base import (
-    AdapterBase,
+from adapters._shared.ws import WebsocketTransport
+from adapters.generic import wire
+from adapters.generic.common import (
+    EndpointOptions,
+    endpoint_error,
+    history_entries,
+    malformed,
+    render_template,
+    template_values,
+)
+from adapters.generic.endpoint import EndpointSystem, WebSocketEndpointSession
+from adapters.intent_tool import (
+    INTENT_TOOL_DESCRIPTION,
+    INTENT_TOOL_NAME,
+    INTENT_TOOL_PARAMETERS,
+    intent_from_arguments,
+)
+from adapters.options import parse_options
+from bench.config import SystemConfig
+from bench.protocol import (
     AdapterError,
-    AudioDelta,
     Capabilities,
-    NormalizedEvent,
+    ErrorCode,
+    SessionReady,
+    SessionSpec,
     TextDelta,
     ToolCall,
     Transcript,
-    TurnDone,
-    TurnInput,
     Usage,
+    UserSpeechStarted,
+    UserSpeechStopped,
     UserTurnSent,
 )
-from adapters.generic import wire
-from adapters.generic.common import (
-    SESSION_HEADER,
-    EmulatedEndpoint,
-    EndpointOptions,
-    RecvWatchdog,
-    StreamResampler,
-    close_quietly,
-    load_options,
-    redact,
-    render_template,
-    resample_pcm16,
-    resolve_headers,
-    send_audio_frames,
-    session_id_for,
-    status_error,
-    template_values,
-    websocket_proxy,
-)
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
-from bench.config import SystemConfig
 
-RETRYABLE_ERROR_TYPES = {"server_error", "rate_limit_error", "rate_limit_exceeded", "overloaded", "timeout"}
+INTENT_TOOL: dict[str, Any] = {"type": "function", "name": INTENT_TOOL_NAME, "description": INTENT_TOOL_DESCRIPTION,
+                               "parameters": INTENT_TOOL_PARAMETERS}
 
 
 class WebSocketOptions(EndpointOptions):
@@ -68,213 +72,190 @@ class WebSocketOptions(EndpointOptions):
     init_extra: dict[str, Any] = Field(default_factory=dict, description="merged into evaluator.init's request")
     text_message: dict[str, Any] | None = Field(
         default_factory=lambda: dict(wire.DEFAULT_TEXT_MESSAGE),
-        description="template for a text-only turn ({text}, {language}, {session_id}); null = audio only",
+        description="template for a text turn ({text} and the session placeholders); null = audio only",
     )
-    response_create: dict[str, Any] = Field(default_factory=lambda: {"type": "response.create"})
+    response_create: dict[str, Any] = Field(default_factory=lambda: wire.ResponseCreate().model_dump(exclude_none=True))
+    cancel_message: dict[str, Any] | None = Field(
+        default_factory=lambda: wire.ResponseCancel().model_dump(), description="sent on interrupt(); null = none"
+    )
+    declare_intent_tool: bool = Field(default=False, description="declare set_conversational_intent in init")
     input_sample_rate: int = Field(default=24000, gt=0, description="rate of the PCM16 the endpoint expects")
     output_sample_rate: int = Field(default=24000, gt=0, description="rate of the PCM16 the endpoint sends")
-    frame_ms: int = Field(default=100, ge=5, le=1000, description="user audio frame length (20 is typical when paced)")
-    pace_audio: bool = Field(default=False, description="send user audio in real time (server-side VAD)")
-    max_message_bytes: int = Field(default=4 * 1024 * 1024, gt=0)
-    compression: bool = Field(default=False, description="offer permessage-deflate (costs CPU and latency)")
 
 
-class WebSocketAdapter(AdapterBase):
-    """Seed-000 evaluator protocol over WebSocket."""
+class EvaluatorSession(WebSocketEndpointSession):
+    """One conversation over the evaluator protocol."""
 
-    def __init__(self, system: SystemConfig):
-        self.system_id = system.id
-        self.mode = system.mode
-        self.options = load_options(WebSocketOptions, system)
-        self.timeout_s = system.timeout_s
-        self.headers = resolve_headers(self.options, system.id) if system.mode != "emulated" else {}
-        self.capabilities = Capabilities(
-            text_input=self.options.text_message is not None,
-            audio_input=True,
-            streaming_output=True,
-            audio_output=True,
-            tool_events=True,
-            interruption=False,
-            usage=True,
-        )
-        self._emulator = EmulatedEndpoint(self.options, "websocket") if system.mode == "emulated" else None
-        self.url = self.options.url
+    def __init__(self, options: WebSocketOptions, capabilities: Capabilities, spec: SessionSpec,
+                 transport: WebsocketTransport):
+        super().__init__(capabilities, spec, transport, input_rate=options.input_sample_rate,
+                         output_rate=options.output_sample_rate)
+        self.options = options
+        #: vendor ids of responses cut by interrupt(): their late events are dropped
+        self._cut_ids: set[str] = set()
 
-    async def start(self) -> None:
-        if self._emulator is not None and self._emulator.running is None:
-            self.url = await self._emulator.start()
-
-    async def close(self) -> None:
-        if self._emulator is not None:
-            await self._emulator.close()
-
-    @property
-    def send_hint(self) -> bool:
-        hint = self.options.send_transcript_hint
-        return self.mode == "emulated" if hint is None else hint
-
-    def init_message(self, turn: TurnInput) -> dict[str, Any]:
+    def init_message(self) -> dict[str, Any]:
+        spec = self.spec
         request: dict[str, Any] = {
-            "session_id": session_id_for(turn),
-            "language": turn.language,
+            "session_id": spec.conversation_id,
+            "language": spec.language,
             "audio_format": wire.AudioFormat(sample_rate_hz=self.options.input_sample_rate).model_dump(),
+            "knowledge": list(spec.context),
+            "instructions": spec.instructions,
+            "history": history_entries(spec),
+            "user_id": spec.user_id,
+            "tenant_id": spec.tenant_id,
+            "metadata": dict(spec.metadata),
+            "tools": [INTENT_TOOL] if self.options.declare_intent_tool else [],
         }
         request.update(self.options.init_extra)
-        if turn.audio_pcm16 is not None and self.send_hint:
-            request["transcript_hint"] = turn.text
-        return wire.EvaluatorInit(request=wire.InitRequest.model_validate(request)).model_dump(exclude_none=True)
+        init = wire.EvaluatorInit(request=wire.InitRequest.model_validate(request))
+        return init.model_dump(exclude_none=True)
 
-    async def run_turn(self, turn: TurnInput) -> AsyncIterator[NormalizedEvent]:
-        from websockets.asyncio.client import connect
-        from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
+    # -- Session ------------------------------------------------------------------------------------
+    async def send_text(self, text: str) -> None:
+        if self.options.text_message is None:
+            raise AdapterError("this endpoint takes audio only (options.text_message is null)",
+                               code=ErrorCode.UNSUPPORTED, retryable=False)
+        message = render_template(self.options.text_message, template_values(self.spec, text=text))
+        response_id = self.pending_response_id()
+        if await self.send(message) and await self.send(self.options.response_create):
+            self.emit(UserTurnSent(response_id=response_id))
+            self.watchdog.expect()
 
-        if self.url is None:
-            raise AdapterError(f"system {self.system_id!r}: adapter not started (no URL)", retryable=False)
-        if turn.audio_pcm16 is None and self.options.text_message is None:
-            raise AdapterError(
-                "text-only turn but options.text_message is null (audio-only endpoint)",
-                code="unsupported_input",
-            )
-        headers = {**self.headers, SESSION_HEADER: session_id_for(turn)}
-        try:
-            ws = await connect(
-                self.url,
-                additional_headers=headers,
-                open_timeout=self.options.connect_timeout_s,
-                max_size=self.options.max_message_bytes,
-                compression="deflate" if self.options.compression else None,
-                proxy=websocket_proxy(self.url),
-            )
-        except InvalidStatus as exc:
-            response = exc.response
-            raise status_error(
-                response.status_code, response.headers, response.body.decode("utf-8", "replace"), self.headers
-            ) from None
-        except (OSError, TimeoutError, InvalidHandshake) as exc:
-            raise AdapterError(
-                f"cannot connect to endpoint: {redact(str(exc), self.headers)}",
-                retryable=True,
-                code="connect",
-            ) from None
-        try:
-            try:
-                await self._send_turn(ws, turn)
-            except ConnectionClosed as exc:
-                raise AdapterError(
-                    f"connection closed while sending the turn: {exc}", retryable=True, code="disconnect"
-                ) from None
-            yield UserTurnSent()
-            watchdog = RecvWatchdog(ws, self.options.receive_timeout_s or self.timeout_s)
-            try:
-                async for event in self._events(watchdog, turn):
-                    yield event
-            finally:
-                watchdog.cancel()
-        finally:
-            await close_quietly(ws)
+    async def end_input(self) -> None:
+        self.pending_response_id()
+        if await self.send(wire.InputAudioBufferCommit().model_dump()) and await self.send(
+                self.options.response_create):
+            self.watchdog.expect()
 
-    async def _send_turn(self, ws: Any, turn: TurnInput) -> None:
-        await ws.send(json.dumps(self.init_message(turn)))
-        if turn.audio_pcm16 is not None:
-            pcm = resample_pcm16(turn.audio_pcm16, turn.sample_rate, self.options.input_sample_rate)
-            options = self.options
-            await send_audio_frames(ws, pcm, options.frame_ms, options.input_sample_rate, options.pace_audio)
-            await ws.send(wire.InputAudioBufferCommit().model_dump_json())
-        else:
-            assert self.options.text_message is not None
-            await ws.send(json.dumps(render_template(self.options.text_message, template_values(turn))))
-        await ws.send(json.dumps(self.options.response_create))
+    async def send_cancel(self) -> None:
+        if self.response is not None and self.response.vendor_id:
+            self._cut_ids.add(self.response.vendor_id)
+        if self.options.cancel_message is not None:
+            await self.send(self.options.cancel_message)
 
-    async def _events(self, watchdog: RecvWatchdog, turn: TurnInput) -> AsyncIterator[NormalizedEvent]:
-        from websockets.exceptions import ConnectionClosed
-
-        resampler = (
-            StreamResampler(self.options.output_sample_rate, turn.sample_rate)
-            if self.options.output_sample_rate != turn.sample_rate
-            else None
-        )
-        out_rate = turn.sample_rate
-        text_parts: list[str] = []
-        final_text: str | None = None
-        intent: str | None = None
-        target_language: str | None = None
-        while True:
-            try:
-                message = await watchdog.recv()
-            except ConnectionClosed as exc:
-                if watchdog.fired:
-                    raise AdapterError(
-                        f"stalled: no event for {watchdog.idle_s:g} s", retryable=True, code="stall"
-                    ) from None
-                raise AdapterError(
-                    f"connection closed mid-response ({exc})", retryable=True, code="disconnect"
-                ) from None
-            if isinstance(message, bytes):
-                pcm = resampler.process(message) if resampler else message
-                yield AudioDelta.model_construct(pcm16=pcm, sample_rate=out_rate)  # hot path: trusted values
-                continue
-            data = _decode(message)
-            kind, delta = data.get("type"), data.get("delta")
-            # hot path (every audio/text delta): the models' single field is checked here instead of by a
-            # pydantic validation per frame; everything else goes through wire.parse_server_event
-            if kind in wire.AUDIO_DELTA_TYPES and isinstance(delta, str):
+    # -- events -------------------------------------------------------------------------------------
+    def on_text(self, message: str) -> None:
+        self.watchdog.activity()
+        data = _decode(message)
+        kind, delta = data.get("type"), data.get("delta")
+        if data.get("response_id") in self._cut_ids:
+            return
+        # hot path (every audio/text delta): the single field is checked here instead of by a pydantic validation
+        if kind in wire.AUDIO_DELTA_TYPES and isinstance(delta, str):
+            response = self.open_response()
+            if not response.cut:
                 try:
-                    pcm = binascii.a2b_base64(delta, strict_mode=True)  # C-level check, no regex
+                    pcm = binascii.a2b_base64(delta, strict_mode=True)
                 except (binascii.Error, ValueError):
-                    raise AdapterError("malformed audio delta (not base64)", code="malformed") from None
-                if resampler is not None:
-                    pcm = resampler.process(pcm)
-                yield AudioDelta.model_construct(pcm16=pcm, sample_rate=out_rate)
-                continue
-            if kind in wire.TEXT_DELTA_TYPES and isinstance(delta, str):
-                text_parts.append(delta)
-                yield TextDelta.model_construct(text=delta)
-                continue
-            event = _parse(data)
-            if isinstance(event, wire.OutputTranscriptDone | wire.OutputTextDone):
-                final_text = event.transcript if isinstance(event, wire.OutputTranscriptDone) else event.text
-                yield Transcript(role="agent", text=final_text, final=True)
-            elif isinstance(event, wire.InputAudioTranscriptionCompleted):
-                yield Transcript(role="user", text=event.transcript, final=True)
-            elif isinstance(event, wire.FunctionCallArgumentsDone):
-                try:
-                    arguments = json.loads(event.arguments or "{}")
-                except ValueError:
-                    raise AdapterError("malformed function call arguments", code="malformed") from None
-                if not isinstance(arguments, dict):
-                    raise AdapterError("function call arguments are not an object", code="malformed")
-                name = event.name or ""
-                if name == INTENT_TOOL_NAME:
-                    intent, target_language = intent_from_arguments(arguments)
-                yield ToolCall(call_id=event.call_id, name=name, arguments=arguments)
-            elif isinstance(event, wire.ServerError):
-                raise _error_from_event(event.error)
-            elif isinstance(event, wire.ResponseDone):
-                body = event.response
-                if body.status in ("failed", "cancelled"):  # "incomplete" (e.g. token limit) still answered
-                    details = (body.status_details or {}).get("error") or {}
-                    error = wire.ErrorBody.model_validate(details) if isinstance(details, dict) else wire.ErrorBody()
-                    error.message = error.message or f"response {body.status}"
-                    raise _error_from_event(error)
-                if body.usage is not None:
-                    yield _usage(body.usage)
-                metadata = body.metadata or {}
-                yield TurnDone(
-                    conversational_intent=intent or metadata.get("conversational_intent"),
-                    target_language=target_language or metadata.get("target_language"),
-                    retrieved_context=list(metadata.get("retrieved_context") or []),
-                    final_text=final_text if final_text is not None else ("".join(text_parts) or None),
-                )
-                return
+                    raise malformed("audio delta is not base64") from None
+                self.deliver_audio(response, pcm)
+            return
+        if kind in wire.TEXT_DELTA_TYPES and isinstance(delta, str):
+            response = self.open_response()
+            if not response.cut:
+                response.text.append(delta)
+                self.emit(TextDelta(text=delta, response_id=response.response_id))
+            return
+        self._on_event(_parse(data))
+
+    def _on_event(self, event: BaseModel | None) -> None:
+        if isinstance(event, wire.ResponseCreated):
+            vendor_id = event.response.get("id")
+            self.start_response(vendor_id if isinstance(vendor_id, str) else None)
+        elif isinstance(event, wire.OutputTranscriptDone | wire.OutputTextDone):
+            response = self.open_response()
+            if not response.cut:
+                response.final_text = event.transcript if isinstance(event, wire.OutputTranscriptDone) else event.text
+                self.emit(Transcript(role="agent", text=response.final_text, response_id=response.response_id))
+        elif isinstance(event, wire.InputAudioTranscriptionCompleted):
+            self.emit(Transcript(role="user", text=event.transcript, response_id=self.user_turn_response_id()))
+        elif isinstance(event, wire.SpeechStarted):
+            self.emit(UserSpeechStarted())
+        elif isinstance(event, wire.SpeechStopped):
+            self.emit(UserSpeechStopped())
+            self.watchdog.expect()
+        elif isinstance(event, wire.FunctionCallArgumentsDone):
+            self._on_tool_call(event)
+        elif isinstance(event, wire.ServerError):
+            raise _error(event.error)
+        elif isinstance(event, wire.ResponseDone):
+            self._on_response_done(event.response)
+
+    def _on_tool_call(self, event: wire.FunctionCallArgumentsDone) -> None:
+        try:
+            arguments = json.loads(event.arguments or "{}")
+        except ValueError:
+            raise malformed("function call arguments are not JSON") from None
+        if not isinstance(arguments, dict):
+            raise malformed("function call arguments are not an object")
+        response = self.open_response()
+        if response.cut:
+            return
+        name = event.name or ""
+        if name == INTENT_TOOL_NAME:
+            response.intent, response.target_language = intent_from_arguments(arguments)
+        self.emit(ToolCall(call_id=event.call_id, name=name, arguments=arguments, response_id=response.response_id))
+
+    def _on_response_done(self, body: wire.ResponseBody) -> None:
+        if self.response is None:
+            self.start_response(body.id)
+        if self.response is not None and self.response.cut:
+            self.finish_response()
+            return
+        details = body.status_details or {}
+        if body.status == "cancelled" and details.get("reason") == "turn_detected":
+            self.report_interruption(self.response, by="vendor")  # type: ignore[arg-type]
+            self.finish_response()
+            return
+        if body.status in ("failed", "cancelled"):  # "incomplete" (e.g. a token limit) still answered
+            error = details.get("error")
+            body_error = wire.ErrorBody.model_validate(error) if isinstance(error, dict) else wire.ErrorBody()
+            if body.status == "cancelled":
+                raise endpoint_error(f"the endpoint cancelled the response: {body_error.message}", ErrorCode.CANCELLED)
+            body_error.message = body_error.message or "response failed"
+            raise _error(body_error, default=ErrorCode.SERVER_ERROR)
+        metadata = body.metadata or {}
+        context = metadata.get("retrieved_context")
+        self.finish_response(
+            intent=_str_or_none(metadata.get("conversational_intent")),
+            target_language=_str_or_none(metadata.get("target_language")),
+            retrieved_context=[str(c) for c in context] if isinstance(context, list) and context else None,
+            usage=_usage(body.usage) if body.usage is not None else None,
+        )
+
+
+class WebSocketSystem(EndpointSystem):
+    """The evaluator protocol over WebSocket, one socket per conversation."""
+
+    options: WebSocketOptions
+
+    async def open_session(self, spec: SessionSpec) -> EvaluatorSession:
+        target = self.target(spec)
+        transport = await WebsocketTransport.open(target.url, target.headers, self.options.connect_timeout_s)
+        session = EvaluatorSession(self.options, self.capabilities, spec, transport)
+        try:
+            await transport.send(session.init_message())
+        except Exception as exc:
+            await transport.close(graceful=False)
+            raise endpoint_error(f"connection lost while sending evaluator.init: {exc}", ErrorCode.CONNECT) from None
+        session.emit(SessionReady())
+        session.start_reading()
+        return session
+
+
+def _str_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _decode(message: str) -> dict[str, Any]:
     try:
         data = json.loads(message)
     except ValueError:
-        raise AdapterError("malformed event (not JSON)", code="malformed") from None
+        raise malformed("event is not JSON") from None
     if not isinstance(data, dict):
-        raise AdapterError("malformed event (not a JSON object)", code="malformed")
+        raise malformed("event is not a JSON object")
     return data
 
 
@@ -282,20 +263,21 @@ def _parse(data: dict[str, Any]) -> BaseModel | None:
     try:
         return wire.parse_server_event(data)
     except ValidationError as exc:
-        raise AdapterError(
-            f"malformed {data.get('type')!r} event: {exc.errors()[0]['msg']}", code="malformed"
-        ) from None
+        raise malformed(f"{data.get('type')!r} event: {exc.errors()[0]['msg']}") from None
 
 
-def _error_from_event(error: wire.ErrorBody) -> AdapterError:
-    kinds = {error.type or "", error.code or ""}
-    retryable = bool(kinds & RETRYABLE_ERROR_TYPES)
-    return AdapterError(
-        f"endpoint error: {error.message or error.code or error.type}",
-        retryable=retryable,
-        retry_after_s=error.retry_after_s,
-        code=error.code or error.type,
-    )
+def _error(error: wire.ErrorBody, default: ErrorCode = ErrorCode.SERVER_ERROR) -> AdapterError:
+    """The endpoint's error event as an ``AdapterError``: its code picks the normalized code, else its type."""
+    message = f"endpoint error: {error.message or error.code or error.type}"
+    for vendor in (error.code, error.type):
+        if vendor:
+            exc = endpoint_error(message, vendor, retry_after_s=error.retry_after_s)
+            if exc.code is not ErrorCode.INTERNAL:
+                exc.vendor_code = error.code or vendor
+                return exc
+    exc = endpoint_error(message, default, retry_after_s=error.retry_after_s)
+    exc.vendor_code = error.code or error.type
+    return exc
 
 
 def _usage(usage: wire.RealtimeUsage) -> Usage:
@@ -310,5 +292,17 @@ def _usage(usage: wire.RealtimeUsage) -> Usage:
     )
 
 
-def create(system: SystemConfig) -> WebSocketAdapter:
-    return WebSocketAdapter(system)
+def create(system: SystemConfig) -> WebSocketSystem:
+    options = parse_options(system, WebSocketOptions)
+    capabilities = Capabilities(
+        text_input=options.text_message is not None,
+        audio_input=True,
+        streaming_output=True,
+        audio_output=True,
+        tool_events=True,
+        interruption=options.cancel_message is not None,
+        usage=True,
+        server_vad=False,
+        multi_turn=True,
+    )
+    return WebSocketSystem(system, options, capabilities)

@@ -344,7 +344,7 @@ DEFAULT_PCM_START: dict[str, Any] = {
     "history": "{history}",
 }
 DEFAULT_PCM_TEXT: dict[str, Any] = {"type": "text", "text": "{text}"}
-DEFAULT_PCM_CANCEL: dict[str, Any] = {"type": "cancel"}
+DEFAULT_PCM_CANCEL: dict[str, Any] = PcmCancel().model_dump()
 
 PCM_SERVER_MESSAGES: dict[str, type[BaseModel]] = {
     "transcript": PcmTranscript,

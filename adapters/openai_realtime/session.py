@@ -390,6 +390,11 @@ class RealtimeSession(StreamingSession):
         await self._send(wire.SessionUpdate(session=instructions_update(instructions, beta=self.config.beta)))
 
     async def close_connection(self) -> None:
+        totals = self.transcription_usage
+        if totals.events:  # billed at the transcription model's price, once for the session
+            self.emit(Usage(scope="session", transcription_input_tokens=totals.input_tokens,
+                            transcription_output_tokens=totals.output_tokens,
+                            transcription_seconds=totals.seconds or None))
         with contextlib.suppress(Exception):  # a broken socket must not mask how the conversation ended
             await self.transport.close(graceful=not self.ended)
 

@@ -40,10 +40,10 @@ REGISTRY: dict[str, AdapterSpec] = {
     "livekit_baseline": AdapterSpec("adapters.livekit_baseline.adapter:create", "livekit", "livekit",
                                     "adapters.emulators.openai_chat:start"),
     "websocket": AdapterSpec("adapters.generic.websocket:create",
-                             emulator="adapters.emulators.evaluator_websocket:start"),
+                             emulator="adapters.emulators.evaluator.evaluator_ws:start"),
     "pcm_websocket": AdapterSpec("adapters.generic.pcm_websocket:create",
-                                 emulator="adapters.emulators.evaluator_websocket:start_pcm"),
-    "http": AdapterSpec("adapters.generic.http:create", emulator="adapters.emulators.evaluator_websocket:start_http"),
+                                 emulator="adapters.emulators.evaluator.pcm_ws:start"),
+    "http": AdapterSpec("adapters.generic.http:create", emulator="adapters.emulators.evaluator.http:start"),
 }
 
 #: system option keys the engine reads itself and never passes to the adapter

@@ -122,6 +122,10 @@ class Usage(_Event):
     input_audio_seconds: float | None = None
     output_audio_seconds: float | None = None
     billed_minutes: float | None = None
+    #: speech recognition of the caller's audio when the vendor bills it apart (e.g. OpenAI input transcription)
+    transcription_input_tokens: int | None = None
+    transcription_output_tokens: int | None = None
+    transcription_seconds: float | None = None
     vendor_cost_usd: float | None = None
     vendor_latency_ms: dict[str, float] = Field(
         default_factory=dict, description="latencies the vendor itself reports, e.g. retell_e2e_p50"

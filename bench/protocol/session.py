@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable
@@ -206,6 +207,8 @@ class StreamingSession(Session):
                     self.fail(exc)
 
         task = asyncio.ensure_future(guarded())
+        if inspect.iscoroutine(coroutine):  # no "never awaited" warning when cancelled before it started
+            task.add_done_callback(lambda _: coroutine.close())
         if name:
             task.set_name(name)
         self._tasks.add(task)
