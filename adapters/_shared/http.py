@@ -30,7 +30,11 @@ def retry_after_seconds(value: str | None, *, now: float | None = None) -> float
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def status_error(status: int, body: str, retry_after: str | None = None, *, context: str = "") -> AdapterError:
-    """The normalized error for an HTTP failure; the body is redacted and cut to 300 characters."""
+def status_error(status: int, body: str, retry_after: str | None = None, *, context: str = "",
+                 retry_after_ms: str | None = None) -> AdapterError:
+    """The normalized error for an HTTP failure; the body is redacted and cut to 300 characters. A
+    ``retry-after-ms`` header (finer than ``Retry-After``) wins when both are given."""
     message = redact(f"{context}{': ' if context else ''}{body[:300]}")
-    return AdapterError.from_status(status, message, retry_after_seconds(retry_after))
+    milliseconds = retry_after_seconds(retry_after_ms)
+    wait = milliseconds / 1000.0 if milliseconds is not None else retry_after_seconds(retry_after)
+    return AdapterError.from_status(status, message, wait)
