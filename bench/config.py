@@ -96,7 +96,10 @@ class RunConfig(BaseModel):
     reports_dir: str = "reports"
     gate_min_pass_rate: float = Field(default=0.95, ge=0, le=1)
     seed: int = 0
-    #: passages the engine retrieves once per question and gives every system identically (``spec.context``)
+    #: how knowledge reaches the systems: ``shared_retriever`` = the engine retrieves ``context_top_k`` passages
+    #: once per question (BM25 over the knowledge base) and gives every system the same ones (``spec.context``);
+    #: systems that retrieve for themselves (the in-house stack) may ignore them; faithfulness is judged against them
+    context_strategy: Literal["shared_retriever"] = "shared_retriever"
     context_top_k: int = Field(default=3, ge=0, le=20)
 
     @model_validator(mode="after")

@@ -40,6 +40,8 @@ class TurnRecord(BaseModel):
     target_language: str | None = None
     self_reported_compliant: bool | None = None
     retrieved_context: list[str] = Field(default_factory=list)
+    #: the passages the engine retrieved once for this question and gave every system (``context_strategy``)
+    shared_context: list[str] = Field(default_factory=list)
     ttft_ms: float | None = None
     ttfa_ms: float | None = None
     completion_ms: float | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import wave
 from math import gcd
 
 CANONICAL_RATE = 24000
@@ -39,3 +41,14 @@ def silence(ms: float, sample_rate: int = CANONICAL_RATE) -> bytes:
 
 def duration_ms(pcm: bytes, sample_rate: int = CANONICAL_RATE) -> float:
     return len(pcm) / 2 / sample_rate * 1000.0
+
+
+def mono_wav(pcm: bytes, sample_rate: int = CANONICAL_RATE) -> bytes:
+    """``pcm`` (mono pcm_s16le) as a WAV file."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(sample_rate)
+        out.writeframes(pcm)
+    return buffer.getvalue()

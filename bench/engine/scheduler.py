@@ -22,6 +22,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from tqdm import tqdm
 
 from bench import __version__
+from bench.audio.pcm import mono_wav
 from bench.audio.recorder import DuplexRecorder
 from bench.config import RunConfig, SystemConfig
 from bench.dataset import GoldenEntry, GoldenSet
@@ -205,13 +206,17 @@ async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
     except Exception as exc:  # an adapter bug must not lose the conversation or the run
         failure = (str(ErrorCode.INTERNAL), f"unexpected {type(exc).__name__}: {exc}")
     key = dict(run_id=ctx.run_id, system_id=system.id, entry_id=unit.entry.id, trial=unit.trial,
-               conversation_id=unit.conversation_id, input_mode=ctx.input_mode, started_at=started_at)
+               conversation_id=unit.conversation_id, input_mode=ctx.input_mode, started_at=started_at,
+               shared_context=ctx.context.get(unit.entry.id, []))
     artifacts: list[PendingArtifact] = []
     if failure is None and exchange is not None:
         turn = TurnRecord(status="succeeded", attempts=attempts, **key, **{
             k: v for k, v in fold(exchange, late).items() if k != "input_mode"})
         if last is not None and last.recorder is not None:
             artifacts.append(PendingArtifact("audio", last.recorder.wav, "audio/wav"))
+        answer_audio = [item.event for item in exchange.stamps if isinstance(item.event, AudioDelta)]
+        if answer_audio:
+            artifacts.append(PendingArtifact("answer_audio", lambda: agent_audio_wav(answer_audio), "audio/wav"))
     else:
         code, reason = failure or (str(ErrorCode.INTERNAL), "no outcome")
         turn = TurnRecord(status="failed", failure_code=code, failure_reason=redact(reason),
@@ -223,6 +228,14 @@ async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
         events=_stored_events(last.stamps if last else [], last.origin if last else 0.0),
     )
     return record, artifacts
+
+
+def agent_audio_wav(chunks: list[AudioDelta]) -> bytes:
+    """The agent's own audio of one answer as a mono WAV at the first chunk's rate (others resampled)."""
+    from bench.audio.pcm import resample_pcm16
+
+    rate = chunks[0].sample_rate
+    return mono_wav(b"".join(resample_pcm16(c.pcm16, c.sample_rate, rate) for c in chunks), rate)
 
 
 def _interleave(per_system: dict[str, list[GoldenUnit]]) -> list[GoldenUnit]:

@@ -153,6 +153,11 @@ async def test_timing_usage_events_and_dataframe(golden, tmp_path):
     assert record.output_audio_seconds == 0.1  # 2400 samples at 24 kHz, derived from the audio bytes
     assert record.tool_calls[0]["name"] == "set_conversational_intent"
     assert record.conversation_id == record.entry_id and record.input_mode == "text"
+    from bench.knowledge import load_knowledge_base
+
+    entry = golden.by_id()[record.entry_id]
+    expected = load_knowledge_base().search(entry.phone_question, k=3, language=entry.language)
+    assert record.shared_context == [p.document.body for p in expected]  # retrieved once, by the engine
     events = store.events(outcome.run_id, "fake", record.conversation_id)
     assert [e.type for e in events][:2] == ["user_turn_sent", "tool_call"]
     assert [e.seq for e in events] == sorted(e.seq for e in events)
@@ -232,8 +237,13 @@ async def test_audio_input_measures_caller_heard_latency_and_keeps_the_recording
         assert record.caller_heard_ms >= record.ttfa_ms + 200  # the 250 ms of leading silence is heard
         assert "audio" in record.artifacts
     artifacts = store.artifacts(outcome.run_id)
-    assert len(artifacts) == len(entries)
+    assert sorted(a["kind"] for a in artifacts) == sorted(["answer_audio", "audio"] * len(entries))
     assert all((tmp_path / "reports" / a["path"]).is_file() for a in artifacts)
+    import wave
+
+    answer = next(a for a in artifacts if a["kind"] == "answer_audio")
+    with wave.open(str(tmp_path / "reports" / answer["path"])) as clip:
+        assert clip.getnchannels() == 1 and clip.getnframes() > 0
 
 
 @pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng not installed")
