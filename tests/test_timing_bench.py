@@ -23,8 +23,6 @@ TINY = [
     "5",
     "--answer-audio-ms",
     "80",
-    "--user-audio-ms",
-    "100",
     "--think-s",
     "0,0",
 ]

@@ -1,31 +1,30 @@
-"""Timing benchmark of the harness itself: how precisely does it measure TTFA under concurrency?
+"""Timing benchmark of the harness itself: how precisely does the engine measure TTFA under concurrency?
 
-The ``evaluator-websocket`` emulator runs in ANOTHER PROCESS (a subprocess of this one) with a fixed
-first-audio delay (log-normal sigma 0). N concurrent sessions run turns through the real generic WebSocket
-adapter code path (``adapters.generic.websocket``: evaluator.init, binary PCM16 frames, commit,
-response.create, realtime-style events back; a fresh connection per turn), and every normalized event is
-stamped with ``time.monotonic()`` the moment the adapter yields it, as the runner does.
+The evaluator WebSocket emulator runs in ANOTHER PROCESS (``bench.perf.emulator_host``, started through the
+engine's own launcher) with a fixed first-audio delay (log-normal sigma 0). N concurrent conversations run through
+the real engine: the generic WebSocket adapter's ``open_session`` (one socket per conversation, ``evaluator.init``
+once), the engine's ``EventTap`` (the only stamper) and its ``text_exchange`` driver, turn after turn on the same
+session. Nothing of the engine's stamping is copied here.
 
-The emulator stamps ``time.monotonic()`` right after it writes each response's first audio frame, next to the
-time that frame was scheduled for. After all levels the benchmark reads those stamps through the emulator's
-side channel (``GET /stamps`` on the same port, a ``StampsReport``; the protocol frames stay untouched) and
-joins them with its own by session id. On Linux ``time.monotonic()`` is CLOCK_MONOTONIC, one clock for every
-process, so the two stamps are directly comparable.
+The emulator stamps ``time.monotonic()`` right after it writes each response's first audio frame, next to the time
+that frame was scheduled for; after all levels the benchmark asks the emulator process for those stamps (a command
+on its stdin; the protocol frames stay untouched) and joins them with the engine's by conversation and response
+number. On Linux ``time.monotonic()`` is CLOCK_MONOTONIC, one clock for every process, so the stamps compare.
 
 Figures per N:
-- harness measurement error = harness stamp of the first AudioDelta − emulator send stamp of that frame
-  (p50 / p99 / max, ms): loopback delivery + wake-up + event-loop queueing + websockets parsing + adapter;
-- emulator lateness = emulator send stamp − its schedule (p50 / p99, ms): the emulator's own jitter, which
-  shifts the measured TTFA but is not the harness's error.
+- harness measurement error = the engine's stamp of the first AudioDelta − the emulator's send stamp of that frame
+  (p50 / p99 / max, ms): loopback delivery + wake-up + event-loop queueing + websockets parsing + adapter + tap;
+- emulator lateness = emulator send stamp − its schedule (p50 / p99, ms): the emulator's own jitter, which shifts
+  the measured TTFA but is not the harness's error.
 
-Workload per session (defaults): turns back to back, each = 1 s of user audio sent unpaced, first audio
-200 ms after ``response.create``, 1.5 s of answer audio paced in real time in 40 ms chunks, then a 0.5-1 s
-pause (the caller speaking); sessions start at random offsets within one turn so all N overlap.
+Workload per session (defaults): text turns back to back on one session, first audio 200 ms after the turn,
+1.5 s of answer audio paced in real time in 40 ms chunks, then a 0.5-1 s pause (the caller speaking); sessions
+start at random offsets within one turn so all N overlap.
 
 GC: by default the harness calls ``gc.freeze()`` once set up (``--gc default`` leaves CPython's collector
-untouched); the emulator process always does. Diagnostics printed under the table (event-loop lag, GC pauses,
-CPU shares incl. other processes on the machine) show what dominates the error; figures taken while other
-processes used the CPU are flagged.
+untouched), as ``voice-bench run`` does; the emulator process always does. Diagnostics printed under the table
+(event-loop lag, GC pauses, CPU shares incl. other processes on the machine) show what dominates the error;
+figures taken while other processes used the CPU are flagged.
 """
 
 from __future__ import annotations
@@ -40,7 +39,6 @@ import random
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +57,6 @@ class Workload:
     answer_audio_ms: int = 1500
     chunk_ms: int = 40
     pacing: float = 1.0
-    user_audio_ms: int = 1000
     think_min_s: float = 0.5
     think_max_s: float = 1.0
 
@@ -157,38 +154,36 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 class EmulatorProcess:
-    """The evaluator-websocket emulator in a child process; its URL is read from its first output line."""
+    """An emulator in a child process (``bench.perf.emulator_host``); its URLs come on its first output line."""
 
-    def __init__(self, settings: dict[str, Any], options: dict[str, Any], freeze_gc: bool = True):
-        self.command = [
-            sys.executable,
-            "-m",
-            "adapters.emulators.evaluator_websocket",
-            "--settings",
-            json.dumps(settings),
-            "--options",
-            json.dumps(options),
-            *(["--gc-freeze"] if freeze_gc else []),
-        ]
+    def __init__(self, adapter: str, emulator_options: dict[str, Any], answer: str):
+        self.command = [sys.executable, "-m", "bench.perf.emulator_host", adapter, json.dumps(emulator_options),
+                        "--answer", answer]
         self.process: subprocess.Popen[str] | None = None
-        self.url = ""
+        self.urls: dict[str, str] = {}
+        self.credentials: dict[str, str] = {}
 
     def __enter__(self) -> EmulatorProcess:
-        self.process = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, text=True)
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()
-        if not line.startswith("LISTENING "):
+        try:
+            ready = json.loads(line)
+        except ValueError:
             self.__exit__()
-            raise RuntimeError(f"emulator did not start (got {line!r})")
-        self.url = line.split(" ", 1)[1]
+            raise RuntimeError(f"emulator did not start (got {line!r})") from None
+        self.urls, self.credentials = ready["urls"], ready["credentials"]
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
             try:
+                assert self.process.stdin is not None
+                self.process.stdin.write("quit\n")
+                self.process.stdin.flush()
                 self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
+            except (OSError, subprocess.TimeoutExpired):
                 self.process.kill()
                 self.process.wait()
 
@@ -201,82 +196,70 @@ class EmulatorProcess:
             return math.nan
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def stamps(self) -> Any:
-        import httpx
-
-        from adapters.generic.wire import StampsReport
-
-        http_url = self.url.replace("ws://", "http://", 1) + "/stamps"
-        return StampsReport.model_validate_json(httpx.get(http_url, timeout=30).content)
+    def stamps(self) -> dict[str, dict[str, float]]:
+        assert self.process is not None and self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write("stamps\n")
+        self.process.stdin.flush()
+        return json.loads(self.process.stdout.readline())
 
 
-async def _session(
-    adapter: Any,
-    level: int,
-    index: int,
-    turns: int,
-    start_delay: float,
-    workload: Workload,
-    audio: bytes,
-    rng: random.Random,
-    records: list[TurnRecord],
-) -> None:
-    from adapters.base import AdapterError, TurnInput
+async def _session(launched: Any, endpoint: Any, level: int, index: int, turns: int, start_delay: float,
+                   workload: Workload, rng: random.Random, records: list[TurnRecord]) -> None:
+    from bench.engine.clock import EventTap
+    from bench.engine.conversation import hang_up, text_exchange
+    from bench.protocol import AdapterError, AudioDelta, ResponseDone, SessionSpec
 
     await asyncio.sleep(start_delay)
-    for turn_index in range(turns):
-        key = f"n{level}-s{index}-t{turn_index}"
-        record = TurnRecord(key=key)
-        records.append(record)
-        turn = TurnInput(entry_id=key, conversation_id=key, text=QUESTION, language="en", audio_pcm16=audio)
-        try:
-            async for event in adapter.run_turn(turn):
-                stamp = time.monotonic()  # runner-style: stamp the moment the event is yielded
-                record.event_types.append(event.type)
-                record.event_stamps.append(stamp)
-                if event.type == "user_turn_sent":
-                    record.sent = stamp
-                elif event.type == "audio_delta" and record.first_audio is None:
-                    record.first_audio = stamp
-                elif event.type == "turn_done":
-                    record.done = stamp
-        except AdapterError as exc:
-            record.error = f"{exc.code}: {exc}"
-        if turn_index + 1 < turns:
-            await asyncio.sleep(rng.uniform(workload.think_min_s, workload.think_max_s))
+    conversation = f"n{level}-s{index}"
+    spec = SessionSpec(run_id="bench-timing", system_id=launched.config.id, conversation_id=conversation,
+                       language="en", endpoint=endpoint.model_copy(update={
+                           "url": f"{endpoint.url}/c/{conversation}",
+                           "urls": {k: f"{v}/c/{conversation}" for k, v in endpoint.urls.items()}}),
+                       idle_timeout_s=30)
+    try:
+        session = await launched.adapter.open_session(spec)
+    except AdapterError as exc:
+        records.append(TurnRecord(key=f"{conversation}:1", error=f"{exc.code}: {exc}"))
+        return
+    tap = EventTap(session.events()).start()
+    try:
+        for turn_index in range(turns):
+            record = TurnRecord(key=f"{conversation}:{turn_index + 1}")
+            records.append(record)
+            try:
+                exchange = await text_exchange(session, tap, QUESTION)
+            except AdapterError as exc:
+                record.error = f"{exc.code}: {exc}"
+                break
+            record.sent = exchange.zero
+            for item in exchange.stamps:
+                record.event_types.append(item.event.type)
+                record.event_stamps.append(item.t)
+                if isinstance(item.event, AudioDelta) and record.first_audio is None:
+                    record.first_audio = item.t
+                elif isinstance(item.event, ResponseDone):
+                    record.done = item.t
+            if turn_index + 1 < turns:
+                await asyncio.sleep(rng.uniform(workload.think_min_s, workload.think_max_s))
+    finally:
+        await hang_up(session, tap)
 
 
-async def run_level(
-    url: str,
-    adapter_name: str,
-    sessions: int,
-    turns: int,
-    workload: Workload,
-    seed: int,
-    gc_mode: str = "default",
-    emulator_cpu: Callable[[], float] = lambda: math.nan,
-) -> LevelResult:
-    """N concurrent sessions of ``turns`` turns each against the emulator at ``url``."""
-    from adapters.emulators.common import pcm16_silence_tone
-    from adapters.registry import create_adapter
+async def run_level(emulator: EmulatorProcess, sessions: int, turns: int, workload: Workload, seed: int,
+                    gc_mode: str = "default") -> LevelResult:
+    """N concurrent conversations of ``turns`` turns each against the emulator process."""
     from bench.config import SystemConfig
+    from bench.engine.launch import LaunchedSystem
+    from bench.engine.registry import create_adapter
+    from bench.protocol import Endpoint
 
-    options: dict[str, Any] = {
-        "url": url + ("/pcm" if adapter_name == "pcm_websocket" else ""),
-        "send_transcript_hint": True,
-        "receive_timeout_s": 30,
-    }
-    system = SystemConfig(
-        id=f"timing-{adapter_name}",
-        adapter=adapter_name,
-        mode="local",
-        timeout_s=60,
-        concurrency=max(1, min(sessions, 512)),
-        options=options,
-    )
+    system = SystemConfig(id="timing-websocket", adapter="websocket", mode="emulated", timeout_s=60,
+                          concurrency=max(1, min(sessions, 512)), options={})
     adapter = create_adapter(system)
-    await adapter.start()
-    audio = pcm16_silence_tone(workload.user_audio_ms)
+    launched = LaunchedSystem(config=system, adapter=adapter)
+    await launched.start()
+    endpoint = Endpoint(url=next(iter(emulator.urls.values())), urls=emulator.urls, emulated=True,
+                        credentials=emulator.credentials)
     rng = random.Random(seed * 1_000_003 + sessions)
     records: list[TurnRecord] = []
     if gc_mode == "freeze":
@@ -285,39 +268,21 @@ async def run_level(
     diagnostics = Diagnostics()
     diagnostics.start()
     started, cpu_started = time.monotonic(), time.process_time()
-    emulator_started, machine_started = emulator_cpu(), _busy_cpu_s()
+    emulator_started, machine_started = emulator.cpu_s(), _busy_cpu_s()
     try:
-        await asyncio.gather(
-            *(
-                _session(
-                    adapter,
-                    sessions,
-                    i,
-                    turns,
-                    rng.uniform(0, workload.turn_s) if sessions > 1 else 0.0,
-                    workload,
-                    audio,
-                    random.Random(seed * 7919 + i),
-                    records,
-                )
-                for i in range(sessions)
-            )
-        )
+        await asyncio.gather(*(
+            _session(launched, endpoint, sessions, i, turns,
+                     rng.uniform(0, workload.turn_s) if sessions > 1 else 0.0, workload,
+                     random.Random(seed * 7919 + i), records)
+            for i in range(sessions)
+        ))
     finally:
         wall_s, cpu_s = time.monotonic() - started, time.process_time() - cpu_started
         diagnostics.stop()
-        emulator_s, machine_s = emulator_cpu() - emulator_started, _busy_cpu_s() - machine_started
-        await adapter.close()
-    return LevelResult(
-        sessions,
-        records,
-        wall_s,
-        cpu_s,
-        emulator_s,
-        machine_s,
-        diagnostics.gc_pauses_ms,
-        diagnostics.loop_lag_ms,
-    )
+        emulator_s, machine_s = emulator.cpu_s() - emulator_started, _busy_cpu_s() - machine_started
+        await launched.close()
+    return LevelResult(sessions, records, wall_s, cpu_s, emulator_s, machine_s, diagnostics.gc_pauses_ms,
+                       diagnostics.loop_lag_ms)
 
 
 def _run(coro: Any) -> Any:
@@ -336,14 +301,14 @@ def _loop_name() -> str:
     return "uvloop"
 
 
-def summarize(level: LevelResult, stamps: Any) -> dict[str, Any]:
+def summarize(level: LevelResult, stamps: dict[str, dict[str, float]]) -> dict[str, Any]:
     errors, lateness, ttfa = [], [], []
     missing = 0
     for record in level.records:
         if record.error or record.first_audio is None:
             continue
-        sent = stamps.first_audio.get(record.key)
-        scheduled = stamps.scheduled_first_audio.get(record.key)
+        sent = stamps["first_audio"].get(record.key)
+        scheduled = stamps["scheduled_first_audio"].get(record.key)
         if sent is None or scheduled is None:
             missing += 1
             continue
@@ -396,7 +361,7 @@ def render_table(rows: list[dict[str, Any]], workload: Workload, target_ms: floa
         "error = harness stamp of the first AudioDelta - emulator send stamp of that frame (ms);",
         "emu late = emulator send stamp - its schedule (ms, the emulator's jitter, not the harness's error);",
         "TTFA p50 = as measured by the harness "
-        f"(scheduled: {workload.first_audio_ms:g} ms after response.create "
+        f"(scheduled: {workload.first_audio_ms:g} ms after the turn was sent "
         "+ emulator lateness);",
         "cpu = share of one core during the level (other = all other processes and the kernel).",
     ]
@@ -432,11 +397,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-token-ms", type=float, default=150.0)
     parser.add_argument("--first-audio-extra-ms", type=float, default=50.0)
     parser.add_argument("--answer-audio-ms", type=int, default=1500, help="length of each spoken answer")
-    parser.add_argument("--user-audio-ms", type=int, default=1000, help="length of each user turn's audio")
     parser.add_argument("--chunk-ms", type=int, default=40)
     parser.add_argument("--pacing", type=float, default=1.0, help="1.0 = answer audio paced in real time")
     parser.add_argument("--think-s", default="0.5,1.0", help="pause between a session's turns: min,max")
-    parser.add_argument("--adapter", choices=["websocket", "pcm_websocket"], default="websocket")
     parser.add_argument(
         "--gc",
         choices=["default", "freeze"],
@@ -457,11 +420,11 @@ def main(argv: list[str] | None = None) -> int:
         answer_audio_ms=args.answer_audio_ms,
         chunk_ms=args.chunk_ms,
         pacing=args.pacing,
-        user_audio_ms=args.user_audio_ms,
         think_min_s=float(think_min),
         think_max_s=float(think_max or think_min),
     )
-    settings = {
+    emulator_options = {
+        "max_audio_ms": workload.answer_audio_ms,
         "latency": {
             "first_token_median_ms": workload.first_token_ms,
             "first_token_sigma": 0,
@@ -470,16 +433,15 @@ def main(argv: list[str] | None = None) -> int:
             "audio_chunk_ms": workload.chunk_ms,
             "audio_pacing": workload.pacing,
             "seed": args.seed,
-        }
+        },
     }
-    emulator_options = {"answer_text": ANSWER, "max_audio_ms": workload.answer_audio_ms}
 
     load = os.getloadavg()
     print(
-        f"EMULATED timing benchmark ({args.adapter} adapter -> evaluator-websocket emulator, "
+        "EMULATED timing benchmark (the engine with the websocket adapter -> evaluator WebSocket emulator, "
         "in a separate process)\n"
-        f"first audio {workload.first_audio_ms:g} ms after response.create (sigma 0); per turn "
-        f"{workload.user_audio_ms} ms user audio, {workload.answer_audio_ms} ms answer audio in "
+        f"first audio {workload.first_audio_ms:g} ms after the text turn (sigma 0); per turn "
+        f"{workload.answer_audio_ms} ms answer audio in "
         f"{workload.chunk_ms} ms chunks at pacing {workload.pacing:g}, "
         f"{workload.think_min_s:g}-{workload.think_max_s:g} s pause\n"
         f"event loop: {_loop_name()}; harness gc: {args.gc}; cpus: {os.cpu_count()}; "
@@ -487,12 +449,10 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     results: list[LevelResult] = []
-    with EmulatorProcess(settings, emulator_options) as emulator:
+    with EmulatorProcess("websocket", emulator_options, ANSWER) as emulator:
         for sessions in levels:
             turns = max(args.min_turns, math.ceil(args.samples / sessions))
-            result = _run(
-                run_level(emulator.url, args.adapter, sessions, turns, workload, args.seed, args.gc, emulator.cpu_s)
-            )
+            result = _run(run_level(emulator, sessions, turns, workload, args.seed, args.gc))
             results.append(result)
             print(f"  N={sessions}: {len(result.records)} turns in {result.wall_s:.1f} s", flush=True)
         stamps = emulator.stamps()
@@ -504,6 +464,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"N={row['sessions']}: {row['unmatched']} unmatched; failures: {row['failures']}")
     if args.json_path:
         Path(args.json_path).write_text(
-            json.dumps({"rows": rows, "settings": settings, "emulator_options": emulator_options}, indent=2)
+            json.dumps({"rows": rows, "emulator_options": emulator_options}, indent=2)
         )
     return 0 if all(row["failed"] == 0 and row["measured"] > 0 for row in rows) else 4
