@@ -45,3 +45,16 @@ def test_bench_timing_script_smoke(tmp_path: Path) -> None:
     row = rows[0]
     assert (row["turns"], row["measured"], row["failed"], row["unmatched"]) == (2, 2, 0, 0)
     assert not math.isnan(row["error_p50_ms"]) and not math.isnan(row["lateness_p99_ms"])
+
+
+def test_bench_duplex_script_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "duplex.json"
+    result = subprocess.run(
+        [sys.executable, str(PROJECT_ROOT / "scripts" / "bench-duplex"), "--sessions", "1", "--turns", "1",
+         "--answer-audio-ms", "200", "--json", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=PROJECT_ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["measured"] == 1 and not math.isnan(row["error_p50_ms"])
+    assert "caller-heard latency" in result.stdout
