@@ -282,8 +282,9 @@ def cmd_emulate(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         running = await start_emulator(system)
-        urls = ", ".join(f"{name} {url}" for name, url in running.urls.items())
-        print(f"{adapter} emulator (EMULATED) listening on {urls}", flush=True)
+        print(f"{adapter} emulator (EMULATED) listening on {running.url}", flush=True)
+        for name, url in list(running.urls.items())[1:]:
+            print(f"  {name}: {url}", flush=True)
         try:
             await asyncio.Event().wait()
         finally:

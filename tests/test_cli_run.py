@@ -44,7 +44,7 @@ def test_run_report_gate_and_junit(config_file: Path, tmp_path: Path, capsys):
     assert main(["gate", run_id, "--system", "inhouse", "--min-pass-rate", "0.95", "--junit", str(junit),
                  "--store", store]) == 0
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite is not None and int(suite.get("tests")) == len(suite.findall("testcase")) > 200
+    assert suite is not None and int(suite.get("tests")) == len(suite.findall("testcase")) == 70  # the entries run
     assert main(["gate", "latest", "--system", "baseline", "--min-pass-rate", "0.95", "--store", store,
                  "--show", "100"]) == 3
     err = capsys.readouterr().err

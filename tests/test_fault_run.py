@@ -1,4 +1,4 @@
-"""A ≥ 500-turn run against a real emulator with 10 % injected faults records every turn exactly once."""
+"""A ≥ 500-conversation run against a real emulator with 10 % injected faults records each exactly once, every\nfailure with its normalized code."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.dataset import validate_files
-from bench.runner import build_adapters, run_benchmark
+from bench.engine.scheduler import build_adapters, run_benchmark
 from bench.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,13 +16,15 @@ ROOT = Path(__file__).resolve().parent.parent
 async def test_faulty_emulator_run_records_every_turn_once(tmp_path):
     golden = validate_files([ROOT / "datasets" / "voice_golden_expanded.json"])[0]
     system = SystemConfig(
-        id="openai-realtime", adapter="openai_realtime", mode="emulated", concurrency=16, timeout_s=20.0,
+        id="openai-realtime", adapter="openai_realtime", mode="emulated", concurrency=16,
         retry=RetryPolicy(max_attempts=2, initial_backoff_s=0.01, max_backoff_s=0.05),
+        timeout_s=3.0,
         options={
             "output_modalities": ["text"],
-            "idle_timeout_s": 1.0,
-            "latency": {"first_token_median_ms": 0, "first_token_sigma": 0, "token_interval_ms": 0, "seed": 7},
-            "faults": {"rate": 0.10, "seed": 11, "retry_after_s": 0.01, "stall_s": 30.0},
+            "emulator": {
+                "latency": {"first_token_median_ms": 0, "first_token_sigma": 0, "token_interval_ms": 0, "seed": 7},
+                "faults": {"rate": 0.10, "seed": 11, "retry_after_s": 0.01, "stall_s": 30.0},
+            },
         },
     )
     config = RunConfig(dataset=golden.path, trials=2, systems=[system])
@@ -43,3 +45,5 @@ async def test_faulty_emulator_run_records_every_turn_once(tmp_path):
     assert failed and all(r.failure_reason for r in failed)
     assert outcome.execution_failures == len(failed)
     assert any("not retryable" in r.failure_reason for r in failed)  # malformed frames are never retried
+    assert {r.failure_code for r in failed} <= {"malformed", "server_error", "rate_limited", "disconnected",
+                                                 "stalled", "timeout"}

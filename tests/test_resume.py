@@ -26,7 +26,7 @@ def test_killed_run_resumes_without_repeating_finished_turns(tmp_path, capsys):
         "systems": [{
             "id": "openai-realtime", "adapter": "openai_realtime", "mode": "emulated", "concurrency": 2,
             "options": {"output_modalities": ["text"],
-                        "latency": {"first_token_median_ms": 400, "first_token_sigma": 0}},
+                        "emulator": {"latency": {"first_token_median_ms": 400, "first_token_sigma": 0}}},
         }],
     }
     config_path = tmp_path / "config.yaml"

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from adapters.emulators.common import EmulatorSettings, FaultPlan, LatencyProfile
-from adapters.emulators.registry import start_emulator
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.dataset import validate_files
+from bench.engine.launch import start_emulator
+from bench.engine.scheduler import build_adapters, run_benchmark
 from bench.faithfulness import OfflineFaithfulnessChecker
 from bench.report import write_report
-from bench.runner import build_adapters, run_benchmark
 from bench.store import Store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,15 +21,16 @@ SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdefghijklmnop"
 async def test_live_path_key_is_never_recorded(tmp_path, monkeypatch, capsys):
     pytest.importorskip("openai")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    settings = EmulatorSettings(latency=LatencyProfile(first_token_median_ms=0, first_token_sigma=0),
-                                faults=FaultPlan(rate=0.5, kinds=["error_event", "rate_limit", "malformed"], seed=3,
-                                                 retry_after_s=0.01))
-    emulator = await start_emulator("openai-realtime", settings)
+    emulated = SystemConfig(id="openai-realtime", adapter="openai_realtime", mode="emulated", options={"emulator": {
+        "latency": {"first_token_median_ms": 0, "first_token_sigma": 0},
+        "faults": {"rate": 0.5, "kinds": ["error_event", "rate_limit", "malformed"], "seed": 3, "retry_after_s": 0.01},
+    }})
+    emulator = await start_emulator(emulated)
     try:
         golden = validate_files([ROOT / "datasets" / "voice_golden_seed.json"])[0]
         system = SystemConfig(id="openai-realtime", adapter="openai_realtime", mode="live", concurrency=4,
                               retry=RetryPolicy(max_attempts=2, initial_backoff_s=0.0),
-                              options={"base_url": emulator.url, "output_modalities": ["text"]})
+                              options={"base_url": f"{emulator.url}/v1", "output_modalities": ["text"]})
         config = RunConfig(dataset=golden.path, systems=[system])
         store = Store(tmp_path / "store.sqlite")
         outcome = await run_benchmark(config, golden, store, progress=False, adapters=build_adapters(config))
