@@ -1,4 +1,6 @@
-"""Systems under test, one subpackage per system, all behind the Adapter protocol in ``adapters.base``.
+"""Systems under test, one subpackage per vendor, each implementing the Session boundary of ``bench.protocol``.
 
-``adapters.emulators`` holds loopback servers that speak each vendor's wire protocol.
+``adapters._shared`` holds what every adapter needs (the WebSocket transport, Retry-After, options); the engine
+(``bench.engine``) finds adapters by name. ``adapters.emulators`` holds loopback servers that speak each vendor's
+protocol; the engine starts them — adapters never import them.
 """

@@ -1,4 +1,5 @@
-"""A ≥ 500-conversation run against a real emulator with 10 % injected faults records each exactly once, every\nfailure with its normalized code."""
+"""A ≥ 500-conversation run against a real emulator with 10 % injected faults records each exactly once, every
+failure with its normalized code."""
 
 from __future__ import annotations
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 import wave
 from math import gcd
 
@@ -52,3 +53,12 @@ def mono_wav(pcm: bytes, sample_rate: int = CANONICAL_RATE) -> bytes:
         out.setframerate(sample_rate)
         out.writeframes(pcm)
     return buffer.getvalue()
+
+
+def tone_pcm16(duration_ms: int, sample_rate: int = CANONICAL_RATE, frequency: float = 220.0) -> bytes:
+    """A quiet deterministic tone (-20 dBFS) standing in for synthesized speech (emulators have no TTS)."""
+    import numpy as np
+
+    samples = int(sample_rate * duration_ms / 1000)
+    t = np.arange(samples) / sample_rate
+    return (0.1 * 32767 * np.sin(2 * math.pi * frequency * t)).astype("<i2").tobytes()

@@ -22,6 +22,13 @@ SETTINGS_KEYS = ("latency", "faults", "vad", "host", "port")
 DEFAULT_ANSWERER = "adapters.emulators.brain:create_answerer"
 
 
+def fixed_answerer(text: str) -> Any:
+    """An answerer that always says ``text`` (for benchmarks, which measure timing rather than content)."""
+    from adapters.emulators._kit.fixed import FixedAnswerer
+
+    return FixedAnswerer(text)
+
+
 def _config_error(system: SystemConfig, prefix: str, exc: ValidationError) -> ConfigError:
     problems = "; ".join(f"{prefix}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
     return ConfigError(f"system {system.id!r}: {problems}")

@@ -62,7 +62,7 @@ def caller_speech(seconds: float) -> bytes:
         from bench.audio.speech import SpeechSynthesizer
 
         return SpeechSynthesizer().pcm("What are the visiting hours on the maternity ward today?", "en")
-    from adapters.emulators._kit.speaker import tone_pcm16
+    from bench.audio.pcm import tone_pcm16
 
     return tone_pcm16(int(seconds * 1000))
 

@@ -14,26 +14,14 @@ import gc
 import json
 import sys
 
-from adapters.emulators._kit.answerer import BrainAnswer, BrainProfile, BrainRequest
 from bench.config import SystemConfig
-from bench.engine.launch import start_emulator
-
-
-class FixedAnswerer:
-    """Always the same answer."""
-
-    def __init__(self, text: str):
-        self.profile = BrainProfile(route_intents=False)
-        self.text = text
-
-    def answer(self, request: BrainRequest) -> BrainAnswer:
-        return BrainAnswer(text=self.text, target_language=request.language)
+from bench.engine.launch import fixed_answerer, start_emulator
 
 
 async def serve(adapter: str, emulator_options: dict, answer: str) -> None:
     system = SystemConfig(id=f"bench-{adapter.replace('_', '-')}", adapter=adapter, mode="emulated",
                           options={"emulator": emulator_options})
-    running = await start_emulator(system, answerer=FixedAnswerer(answer))
+    running = await start_emulator(system, answerer=fixed_answerer(answer))
     gc.collect()
     gc.freeze()
     print(json.dumps({"urls": running.urls, "credentials": running.credentials}), flush=True)

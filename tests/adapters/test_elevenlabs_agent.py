@@ -25,9 +25,8 @@ from adapters.elevenlabs_agent.adapter import create
 from adapters.elevenlabs_agent.errors import client_error, close_error
 from adapters.elevenlabs_agent.session import ElevenLabsSession
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
-from adapters.emulators._kit.speaker import tone_pcm16
 from adapters.intent_tool import INTENT_TOOL_NAME
-from bench.audio.pcm import silence, split_frames
+from bench.audio.pcm import silence, split_frames, tone_pcm16
 from bench.config import SystemConfig
 from bench.engine.launch import LaunchedSystem, launch
 from bench.engine.registry import create_adapter

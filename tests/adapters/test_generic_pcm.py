@@ -13,9 +13,8 @@ import pytest
 from websockets.asyncio.server import serve
 
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
-from adapters.emulators._kit.speaker import tone_pcm16
 from adapters.generic.pcm_websocket import PcmWebSocketSystem, create
-from bench.audio.pcm import silence, split_frames
+from bench.audio.pcm import silence, split_frames, tone_pcm16
 from bench.config import SystemConfig
 from bench.engine.launch import LaunchedSystem, launch
 from bench.engine.registry import create_adapter

@@ -16,9 +16,9 @@ from websockets.asyncio.server import serve
 
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
 from adapters.emulators._kit.running import EmulatorSettings
-from adapters.emulators._kit.speaker import tone_pcm16
 from adapters.emulators.evaluator.evaluator_ws import start
 from adapters.generic.websocket import WebSocketSystem, create
+from bench.audio.pcm import tone_pcm16
 from bench.config import SystemConfig
 from bench.engine.launch import LaunchedSystem, launch
 from bench.engine.registry import create_adapter

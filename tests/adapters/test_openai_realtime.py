@@ -24,7 +24,6 @@ from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosedOK
 
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
-from adapters.emulators._kit.speaker import tone_pcm16
 from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.openai_realtime import wire
 from adapters.openai_realtime.adapter import OpenAIRealtimeAdapter, create
@@ -37,7 +36,7 @@ from adapters.openai_realtime.session import (
     intent_tool,
     retry_after_from_message,
 )
-from bench.audio.pcm import silence, split_frames
+from bench.audio.pcm import silence, split_frames, tone_pcm16
 from bench.audio.recorder import DuplexRecorder
 from bench.config import SystemConfig
 from bench.engine.clock import EventTap, now

@@ -7,8 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
-from adapters.emulators._kit.speaker import tone_pcm16
-from bench.audio.pcm import duration_ms, resample_pcm16, split_frames
+from bench.audio.pcm import duration_ms, resample_pcm16, split_frames, tone_pcm16
 from bench.audio.recorder import DuplexRecorder
 from bench.audio.speech import SpeechSynthesizer
 from bench.audio.vad import first_speech_ms, speech_segments

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
-from adapters.emulators._kit.speaker import tone_pcm16
+from bench.audio.pcm import tone_pcm16
 from bench.audio.recorder import DuplexRecorder
 from bench.config import RetryPolicy, SystemConfig
 from bench.engine.clock import EventTap, now

@@ -217,7 +217,7 @@ async def test_audio_input_measures_caller_heard_latency_and_keeps_the_recording
     caller stops; leading silence of the agent's audio counts in caller-heard latency, not in TTFA."""
     fake = FakeSystem(endpointing_ms=300, response_delay_ms=200, leading_silence_ms=250)
     entries = golden.entries[:2]
-    from adapters.emulators._kit.speaker import tone_pcm16
+    from bench.audio.pcm import tone_pcm16
 
     class ToneSpeech:
         def pcm(self, text, language):

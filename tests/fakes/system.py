@@ -13,8 +13,8 @@ import asyncio
 import itertools
 
 from adapters.emulators._kit.running import VadSettings
-from adapters.emulators._kit.speaker import tone_pcm16
 from adapters.emulators._kit.vad import ServerVad
+from bench.audio.pcm import tone_pcm16
 from bench.protocol import (
     AdapterError,
     AudioDelta,

@@ -12,7 +12,6 @@ import re
 
 import pytest
 
-from adapters.emulators.brain import BrainProfile, EmulatedBrain
 from adapters.inhouse.reference import (
     ReferenceVoiceStack,
     Route,
@@ -282,34 +281,3 @@ def test_stack_is_deterministic(stack: ReferenceVoiceStack) -> None:
     first = stack.respond("What are the visiting hours?", "en").answer
     assert ReferenceVoiceStack().respond("What are the visiting hours?", "en").answer == first
 
-
-# --- the emulator brain -----------------------------------------------------------------------------------
-
-
-def test_brain_default_profile_matches_the_stack() -> None:
-    brain = EmulatedBrain()
-    answer = brain.answer("Hoeveel paracetamol mag ik per dag nemen?", "nl")
-    assert answer.conversational_intent == "out_of_scope" and gives_referral(answer.text, "nl")
-    answer = brain.answer("Can we speak French, please?", "en")
-    assert (answer.conversational_intent, answer.target_language) == ("switch_language", "fr")
-    answer = brain.answer("Where's the dialysis unit?", "en")
-    assert answer.conversational_intent == "answered" and answer.retrieved_context
-    assert check_voice_shape(answer.text, "en", 3, ["http", "[", "*", "#"]).compliant
-
-
-def test_brain_knobs() -> None:
-    question = "Hoeveel paracetamol mag ik per dag nemen?"
-    no_routing = EmulatedBrain(BrainProfile(route_intents=False)).answer("Dank u wel, dat was alles.", "nl")
-    assert no_routing.conversational_intent == "answered"
-    assert (
-        EmulatedBrain(BrainProfile(refuse_advice=False)).answer(question, "nl").conversational_intent
-        == "answered"
-    )
-    verbatim = EmulatedBrain(BrainProfile(voice_shaping=False)).answer("What are the visiting hours?", "en")
-    kb = load_knowledge_base()
-    assert verbatim.text == kb.get("en-visiting-hours").body
-    assert not check_voice_shape(verbatim.text, "en", 3, ["http", "[", "*", "#"]).compliant
-    digits = EmulatedBrain(BrainProfile(spell_numbers=False)).answer("What are the visiting hours?", "en")
-    assert re.search(r"\d", digits.text) and "**" not in digits.text
-    short = EmulatedBrain(BrainProfile(max_sentences=1)).answer("What are the visiting hours?", "en")
-    assert check_voice_shape(short.text, "en", 1, []).sentences_ok

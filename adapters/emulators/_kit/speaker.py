@@ -11,13 +11,13 @@ have no TTS). The send stamp of the first text and first audio frame is taken ri
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from adapters.emulators._kit.running import LatencyProfile, SendStamps, sleep_until
+from bench.audio.pcm import tone_pcm16
 
 SAMPLE_RATE = 24000
 
@@ -25,15 +25,6 @@ SAMPLE_RATE = 24000
 def speech_duration_ms(text: str, words_per_minute: float = 165.0) -> int:
     """How long speaking ``text`` would take at a typical phone-agent pace."""
     return int(max(1, len(text.split())) / words_per_minute * 60_000)
-
-
-def tone_pcm16(duration_ms: int, sample_rate: int = SAMPLE_RATE, frequency: float = 220.0) -> bytes:
-    """A quiet deterministic tone standing in for synthesized speech."""
-    import numpy as np
-
-    samples = int(sample_rate * duration_ms / 1000)
-    t = np.arange(samples) / sample_rate
-    return (0.1 * 32767 * np.sin(2 * math.pi * frequency * t)).astype("<i2").tobytes()
 
 
 def chunk_audio(pcm: bytes, chunk_ms: int, sample_rate: int = SAMPLE_RATE) -> list[bytes]:
