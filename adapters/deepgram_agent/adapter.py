@@ -23,7 +23,7 @@ from adapters.deepgram_agent.connection import AgentSocket, safe_message
 from adapters.deepgram_agent.session import AUDIO_MARK, DeepgramSession, SessionTrace, error_from_server
 from adapters.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
 from adapters.options import parse_options, require_live_credentials, require_live_or_emulated
-from adapters.prompts import instructions_with_context
+from adapters.prompts import instructions_with_passages
 from bench.config import SystemConfig
 from bench.protocol import AdapterError, Capabilities, ErrorCode, SessionSpec
 
@@ -117,7 +117,7 @@ class DeepgramAgentAdapter:
     async def open_session(self, spec: SessionSpec) -> DeepgramSession:
         url, api_key = self._where(spec)
         instructions = spec.instructions
-        settings = build_settings(spec, self.options, instructions_with_context(spec.context, instructions))
+        settings = build_settings(spec, self.options, instructions_with_passages(spec.context, instructions))
         socket = await AgentSocket.open(api_key=api_key, agent_url=url, open_timeout_s=self.options.open_timeout_s)
         trace = SessionTrace()
         try:

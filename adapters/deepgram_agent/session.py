@@ -42,7 +42,7 @@ from adapters._shared.ws import disconnect_error
 from adapters.deepgram_agent import wire
 from adapters.deepgram_agent.connection import AgentSocket, safe_message
 from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
-from adapters.prompts import instructions_with_context
+from adapters.prompts import instructions_with_passages
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,
@@ -202,7 +202,7 @@ class DeepgramSession(StreamingSession):
         """New knowledge for the next replies: the whole think prompt is replaced with ``UpdatePrompt``."""
         self._check_open()
         instructions = update.instructions if update.instructions is not None else self.instructions
-        await self._send(wire.UpdatePrompt(prompt=instructions_with_context(update.passages, instructions)))
+        await self._send(wire.UpdatePrompt(prompt=instructions_with_passages(update.passages, instructions)))
         self.passages = list(update.passages)
         self.instructions = instructions
 

@@ -14,31 +14,22 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.elevenlabs_agent import wire
-from adapters.prompts import VOICE_AGENT_INSTRUCTIONS
+from adapters.prompts import instructions_with_passages
 from bench.protocol import ContextUpdate, HistoryMessage
 
-NO_PASSAGES = "(no passages retrieved)"
-KNOWLEDGE_HEADING = "Hospital information:"
-UPDATE_HEADING = "Updated hospital information for your next answers:"
+UPDATE_NOTE = "Use this updated hospital information for your next answers."
 HISTORY_HEADING = "Earlier in this conversation:"
 HISTORY_ROLES = {"user": "Caller", "assistant": "Agent"}
 
 
-def passages_text(passages: list[str]) -> str:
-    return "\n\n".join(p.strip() for p in passages if p.strip()) or NO_PASSAGES
-
-
 def agent_prompt(passages: list[str], instructions: str | None = None) -> str:
     """The system prompt: the voice-agent instructions (or ``instructions``) with the passages in context."""
-    if instructions is None:
-        return VOICE_AGENT_INSTRUCTIONS.format(context=passages_text(passages))
-    return f"{instructions.rstrip()}\n\n{KNOWLEDGE_HEADING}\n{passages_text(passages)}\n"
+    return instructions_with_passages(passages, instructions)
 
 
 def context_update_text(update: ContextUpdate) -> str:
-    parts = [update.instructions.strip()] if update.instructions else []
-    parts.append(f"{UPDATE_HEADING}\n{passages_text(update.passages)}")
-    return "\n\n".join(parts)
+    """A ``contextual_update`` carrying new passages, in the same passage format as the prompt."""
+    return instructions_with_passages(update.passages, update.instructions or UPDATE_NOTE)
 
 
 def history_text(history: list[HistoryMessage]) -> str:

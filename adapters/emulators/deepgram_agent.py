@@ -51,7 +51,7 @@ from adapters.emulators._kit.running import EmulatorSettings, RunningEmulator, S
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechPlan, plan_speech, speak
 from adapters.emulators._kit.vad import ServerVad
 from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.prompts import passages_in_instructions
+from adapters.prompts import passages_from_instructions
 from bench.audio.pcm import resample_pcm16
 
 AGENT_PATH = wire.AGENT_PATH
@@ -116,7 +116,7 @@ class AgentCall:
     def apply_settings(self, settings: wire.Settings) -> None:
         self.settings = settings
         agent = settings.agent
-        self.passages = passages_in_instructions(agent.think.prompt or "") if agent.think else []
+        self.passages = passages_from_instructions(agent.think.prompt or "") if agent.think else []
         messages = agent.context.messages if agent.context and agent.context.messages else []
         self.history = [HistoryTurn(role=m.role, text=m.content) for m in messages]
         rate = settings.audio.input.sample_rate if settings.audio.input else SAMPLE_RATE
@@ -163,7 +163,7 @@ class AgentCall:
             if future is not None and not future.done():
                 future.set_result(message.content)
         elif isinstance(message, wire.UpdatePrompt):
-            self.passages = passages_in_instructions(message.prompt)
+            self.passages = passages_from_instructions(message.prompt)
             await self.send(wire.PromptUpdated())
         # KeepAlive, InjectAgentMessage and unknown client messages need no answer.
 

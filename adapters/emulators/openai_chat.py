@@ -69,14 +69,12 @@ from adapters.emulators._kit.control import ControlPlane, Conversation, split_co
 from adapters.emulators._kit.running import EmulatorSettings, RunningEmulator, SendStamps
 from adapters.emulators._kit.speaker import plan_speech, speak
 from adapters.intent_tool import INTENT_TOOL_NAME
+from adapters.prompts import passages_from_instructions
 
 KNOWLEDGE_TOOL = "lookup_knowledge_base"
 MODEL_ID = "emulated-generic"
 NO_ANSWER = "I'm sorry, I could not find that information."
 #: where the passages start in a system prompt built by ``adapters.prompts``
-CONTEXT_MARKER = "Hospital information:"
-NO_PASSAGES = "(no passages retrieved)"
-_PASSAGE_NUMBER = re.compile(r"(?m)^\[(\d+)\] ")
 _RULE = re.compile(r"^\s*-{3,}\s*$", re.MULTILINE)
 
 
@@ -115,21 +113,9 @@ class OpenAiChatEmulator(RunningEmulator):
 
 
 def passages_in_prompt(text: str) -> list[str]:
-    """The passages of the ``Hospital information:`` block of a system prompt, numbered ``[1] …``, ``[2] …`` at
-    the start of a line (only the next number in sequence starts a passage, so a passage may hold other
-    bracketed lines); the whole block when it has no numbers."""
-    _, marker, block = text.rpartition(CONTEXT_MARKER)
-    block = block.strip()
-    if not marker or not block or block == NO_PASSAGES:
-        return []
-    markers: list[re.Match[str]] = []
-    for match in _PASSAGE_NUMBER.finditer(block):
-        if int(match.group(1)) == len(markers) + 1:
-            markers.append(match)
-    if not markers:
-        return [block]
-    ends = [m.start() for m in markers[1:]] + [len(block)]
-    return [block[m.end():end].strip() for m, end in zip(markers, ends, strict=True)]
+    """The passages of the system prompt's ``Hospital information:`` block (``adapters.prompts``' format; the
+    whole block when it has no numbers)."""
+    return passages_from_instructions(text)
 
 
 def passages_in_tool_output(text: str) -> list[str]:

@@ -16,6 +16,7 @@ import json
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
+from adapters import prompts
 from bench.knowledge import KnowledgeBase
 from bench.protocol import HistoryMessage, TextDelta, ToolCall, ToolResult
 
@@ -24,16 +25,9 @@ GENERIC_INSTRUCTIONS = (
     "Use the lookup_knowledge_base tool to find information before answering the user's question."
 )
 PASSAGE_SEPARATOR = "\n\n---\n\n"
-#: the heading of the passages block, as ``adapters.prompts`` writes it (emulators find the passages by it)
-CONTEXT_HEADING = "Hospital information:"
-
-
 def instructions_with_passages(instructions: str, passages: list[str]) -> str:
-    """``instructions`` followed by the passages block (``[n] passage`` each), or unchanged without passages."""
-    if not passages:
-        return instructions
-    block = "\n\n".join(f"[{number}] {passage.strip()}" for number, passage in enumerate(passages, 1))
-    return f"{instructions}\n\n{CONTEXT_HEADING}\n{block}\n"
+    """``instructions`` followed by the passages block of ``adapters.prompts``, or unchanged without passages."""
+    return prompts.instructions_with_passages(passages, instructions) if passages else instructions
 
 
 class ResponseObserver:

@@ -21,10 +21,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.openai_realtime.instructions import instructions_with_passages
 from adapters.openai_realtime.live import SdkTransport, websocket_base_url
 from adapters.openai_realtime.session import RealtimeSession, SessionConfig, build_session, intent_tool
 from adapters.options import parse_options, require_env, require_live_credentials, require_live_or_emulated
+from adapters.prompts import instructions_with_passages
 from bench.config import SystemConfig
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, Capabilities, ErrorCode, SessionSpec

@@ -48,7 +48,7 @@ from adapters.intent_tool import (
     intent_from_arguments,
 )
 from adapters.openai_realtime import wire
-from adapters.openai_realtime.instructions import instructions_with_passages
+from adapters.prompts import instructions_with_passages
 from bench.audio.pcm import resample_pcm16
 from bench.protocol import (
     AdapterError,

@@ -15,9 +15,9 @@ from typing import Any
 
 from adapters.custom_llm import CustomLlmServer
 from adapters.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
+from adapters.prompts import instructions_with_passages as assistant_prompt
 from adapters.vapi.api import VapiRest
 from adapters.vapi.options import VapiOptions
-from adapters.vapi.prompt import assistant_prompt
 from adapters.vapi.wire import AssistantSpec, CustomLlmModelSpec
 from bench.protocol import SessionSpec
 

@@ -29,8 +29,8 @@ from websockets.exceptions import ConnectionClosed
 
 from adapters._shared.ws import WebsocketTransport, disconnect_error
 from adapters.custom_llm import TurnContext
+from adapters.prompts import instructions_with_passages as assistant_prompt
 from adapters.vapi.assistant import SessionSetup, assistant_overrides
-from adapters.vapi.prompt import assistant_prompt
 from adapters.vapi.response import ResponseState
 from adapters.vapi.wire import (
     AddMessage,

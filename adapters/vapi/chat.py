@@ -15,8 +15,8 @@ import asyncio
 from typing import Any
 
 from adapters.custom_llm import TurnContext
+from adapters.prompts import instructions_with_passages as assistant_prompt
 from adapters.vapi.assistant import SessionSetup, assistant_overrides
-from adapters.vapi.prompt import assistant_prompt
 from adapters.vapi.response import ResponseState
 from adapters.vapi.wire import ChatRecord, CreateChatRequest
 from bench.protocol import (

@@ -17,8 +17,8 @@ from adapters.deepgram_agent import wire
 from adapters.deepgram_agent.adapter import DeepgramAgentOptions, build_settings, create
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS, FaultKey, FaultPlan
 from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.prompts import instructions_with_context as agent_prompt
-from adapters.prompts import passages_in_instructions as passages_in_prompt
+from adapters.prompts import instructions_with_passages as agent_prompt
+from adapters.prompts import passages_from_instructions as passages_in_prompt
 from bench.audio.pcm import silence, split_frames
 from bench.config import SystemConfig
 from bench.engine.launch import LaunchedSystem, launch
@@ -154,9 +154,9 @@ def test_settings_validate_as_the_sdk_model_with_passages_history_and_the_intent
 
 
 def test_prompt_round_trip_and_custom_instructions():
-    prompt = agent_prompt(["First\n\nwith a blank line.", "Second."], instructions="Be brief.")
+    prompt = agent_prompt(["First\n\nwith a blank line.", "Second."], "Be brief.")
     assert prompt.startswith("Be brief.")
-    assert passages_in_prompt(prompt) == ["First with a blank line.", "Second."]
+    assert passages_in_prompt(prompt) == ["First\n\nwith a blank line.", "Second."]  # passages come back exactly
     assert passages_in_prompt(agent_prompt([])) == []
 
 

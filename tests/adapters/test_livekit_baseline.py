@@ -168,9 +168,7 @@ async def test_agent_session_drives_the_emulator_with_the_recorded_sequence(base
     finally:
         await session.aclose()
     check_answered_turn(events)
-    # the recording predates the session boundary: its turn_done is today's response_done, after session_ready
-    normalized = ["session_ready"] + [t.replace("turn_done", "response_done") for t in expected["normalized"]]
-    assert collapse([e.type for e in events]) == normalized
+    assert collapse([e.type for e in events]) == expected["normalized"]
     assert [e.seq for e in events] == sorted(e.seq for e in events)
     sent = {r.stage: collapse([label for label in r.labels if label != "[DONE]"]) for r in baseline.emulator.requests}
     assert sent == expected["wire"]

@@ -30,11 +30,12 @@ from adapters.emulators._kit.running import EmulatorSettings
 from adapters.emulators.vapi import VapiEmulator
 from adapters.emulators.vapi import start as start_vapi_emulator
 from adapters.intent_tool import INTENT_TOOL_NAME
+from adapters.prompts import instructions_with_passages as assistant_prompt
+from adapters.prompts import passages_from_instructions as knowledge_passages
 from adapters.vapi import wire
 from adapters.vapi.adapter import VapiAdapter, create
 from adapters.vapi.assistant import intent_tool, vapi_intent_parameters
 from adapters.vapi.call import ended_reason_code
-from adapters.vapi.prompt import assistant_prompt, knowledge_passages
 from bench.config import SystemConfig
 from bench.engine.launch import LaunchedSystem, launch
 from bench.engine.registry import adapter_view, create_adapter

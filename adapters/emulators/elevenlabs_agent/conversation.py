@@ -48,8 +48,9 @@ from adapters.emulators._kit.control import Conversation
 from adapters.emulators._kit.faults import FaultKey, FaultKind
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechResult, plan_speech, speak, speech_duration_ms
 from adapters.emulators._kit.vad import ServerVad
-from adapters.emulators.elevenlabs_agent.context import history_turns, knowledge_passages
+from adapters.emulators.elevenlabs_agent.context import history_turns
 from adapters.intent_tool import INTENT_TOOL_NAME
+from adapters.prompts import passages_from_instructions as knowledge_passages
 from bench.audio.pcm import resample_pcm16
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import httpx
 from adapters.custom_llm.wire import CompletionUsage, MalformedStream, parse_sse_data
 from adapters.emulators._kit.answerer import BrainAnswer, BrainRequest, HistoryTurn
 from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.vapi.prompt import knowledge_passages
+from adapters.prompts import passages_from_instructions as knowledge_passages
 from adapters.vapi.wire import AssistantSpec, ToolCallFunction, ToolCallItem
 
 LLM_STATUS_REASONS = {
