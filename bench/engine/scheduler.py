@@ -95,13 +95,21 @@ def build_adapters(config: RunConfig, input_mode: str = "text", required: list[s
     """Create every adapter up front and check it can do what the run needs (configuration errors, exit 2, happen
     before any conversation starts)."""
     adapters: dict[str, Any] = {}
+    refused: list[str] = []
     for system in config.systems:
         adapter = create_adapter(system)
         if not hasattr(adapter, "open_session"):
             raise ConfigError(f"system {system.id!r}: adapter {system.adapter!r} does not implement sessions")
-        check_capabilities(system, adapter, [*required_capabilities(input_mode), *(required or [])],
-                           f"a --input {input_mode} run")
+        try:
+            check_capabilities(system, adapter, [*required_capabilities(input_mode), *(required or [])],
+                               f"a --input {input_mode} run")
+        except ConfigError as exc:
+            refused.append(str(exc))
         adapters[system.id] = adapter
+    if refused:
+        able = [s.id for s in config.systems if all(not r.startswith(f"system {s.id!r}") for r in refused)]
+        hint = f"; run the others with --systems {','.join(able)}" if able else ""
+        raise ConfigError("; ".join(refused) + hint)
     return adapters
 
 
