@@ -95,52 +95,110 @@ def _write_report(store: Store, run_id: str, golden: GoldenSet, reports_dir: Pat
 
 
 # commands ---------------------------------------------------------------------------------------------
-def _config_for_run(args: argparse.Namespace) -> RunConfig:
-    """The config from --config plus command-line overrides; on --resume, the stored run's own config."""
+def _config_for_run(args: argparse.Namespace) -> tuple[RunConfig, str, str]:
+    """(config, input mode, where the config came from) for ``run``: --config plus command-line overrides, or on
+    --resume the stored run's own config and input mode. Every problem is exit 2 naming the source."""
+    from bench.errors import Problem, ValidationFailed
+
     if args.resume:
         overrides = [flag for flag, value in (("--config", args.config), ("--systems", args.systems),
                                               ("--dataset", args.dataset), ("--trials", args.trials),
                                               ("--limit", args.limit)) if value]
         if overrides:
             raise ConfigError(f"--resume continues a run with its own recorded config; drop {', '.join(overrides)}")
-        stored = _stored_run_config(args)
-        return RunConfig.model_validate({k: v for k, v in stored.items() if k != "input_mode"})
-    config = load_config(_resolve(args.config) if args.config else DEFAULT_CONFIG)
+        stored, source = _stored_run_config(args)
+        input_mode = stored.get("input_mode", "text")
+        if input_mode not in ("text", "audio"):
+            raise ValidationFailed([Problem(source, "-", "input_mode",
+                                            f"must be 'text' or 'audio', not {input_mode!r}")])
+        return _validate_stored_config(stored, source), input_mode, source
+    path = _resolve(args.config) if args.config else DEFAULT_CONFIG
+    config = load_config(path)
     if args.systems:
         config = config.select([s.strip() for s in args.systems.split(",") if s.strip()])
     updates = {"dataset": args.dataset, "trials": args.trials, "limit": args.limit}
-    return config.model_copy(update={k: v for k, v in updates.items() if v})
+    return config.model_copy(update={k: v for k, v in updates.items() if v}), args.input, str(path)
 
 
-def _stored_run_config(args: argparse.Namespace) -> dict:
+def _stored_run_config(args: argparse.Namespace) -> tuple[dict, str]:
+    """The stored config of the run to resume and a name for it (``<store>: run <id> (stored config)``)."""
     store_path = Path(args.store) if args.store else PROJECT_ROOT / "reports" / "bench.sqlite"
     store = _open_store(store_path, must_exist=True)
     try:
-        return dict(store.get_run(args.resume).config)
+        try:
+            run = store.get_run(args.resume)
+        except BenchError:
+            raise
+        except Exception as exc:  # a stored row this harness cannot read (edited, truncated, another version)
+            if isinstance(exc, ValidationError):
+                detail = "; ".join(f"{'.'.join(map(str, e['loc'])) or '-'}: {e['msg']}" for e in exc.errors()[:5])
+            else:
+                detail = str(exc).splitlines()[0][:200] if str(exc) else ""
+            raise ConfigError(f"{store_path}: run {args.resume}: the stored run cannot be read "
+                              f"({type(exc).__name__}: {detail}); start a new run") from None
     finally:
         store.close()
+    return dict(run.config), f"{store_path}: run {run.run_id} (stored config)"
+
+
+def _validate_stored_config(stored: dict, source: str) -> RunConfig:
+    """The stored config as a ``RunConfig``; a config that no longer validates is exit 2 naming entry and field."""
+    from bench.errors import Problem, ValidationFailed
+
+    data = {k: v for k, v in stored.items() if k != "input_mode"}
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = []
+        systems = data.get("systems") if isinstance(data.get("systems"), list) else []
+        for error in exc.errors():
+            loc = list(error["loc"])
+            entry = "-"
+            if len(loc) >= 2 and loc[0] == "systems" and isinstance(loc[1], int) and loc[1] < len(systems):
+                system = systems[loc[1]]
+                entry = str(system.get("id", f"#{loc[1]}")) if isinstance(system, dict) else f"#{loc[1]}"
+                loc = loc[2:]
+            problems.append(Problem(source, entry, ".".join(map(str, loc)) or "-",
+                                    f"{error['msg']} (the run was recorded with a config this version no longer "
+                                    "accepts; start a new run)"))
+        raise ValidationFailed(problems) from None
+
+
+def _naming(source: str, exc: ConfigError) -> ConfigError:
+    """``exc`` with the config's source in front (a ``ValidationFailed`` names its file already)."""
+    from bench.errors import ValidationFailed
+
+    if isinstance(exc, ValidationFailed) or str(exc).startswith(source):
+        return exc
+    return ConfigError(f"{source}: {exc}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.engine.scheduler import build_adapters, run_benchmark
 
-    config = _config_for_run(args)
-    input_mode = args.input
-    if args.resume:
-        stored = _stored_run_config(args)
-        input_mode = stored.get("input_mode", "text")
+    config, input_mode, source = _config_for_run(args)
     full_golden = validate_files([_resolve(config.dataset)])[0]
     golden = sample_entries(full_golden, config.limit)
-    adapters = build_adapters(config, input_mode)  # configuration errors (exit 2) before anything is recorded
+    try:
+        adapters = build_adapters(config, input_mode)  # configuration errors (exit 2) before anything is recorded
+    except ConfigError as exc:
+        raise _naming(source, exc) from None
     # Everything loaded so far lives for the whole run: freezing it keeps full garbage collections short, which
     # otherwise stall the event loop for tens of ms and show up as timing error at p99 (see scripts/bench-timing).
     gc.collect()
     gc.freeze()
+    from bench.engine.executors import make_executor
+
+    executor = make_executor(args.executor, ray_address=args.ray_address)  # a missing extra is exit 2, here
     store = _open_store(_store_path(args, config), must_exist=False)
     try:
-        outcome = asyncio.run(run_benchmark(config, golden, store, run_id=args.resume, resume=bool(args.resume),
-                                            progress=not args.no_progress, adapters=adapters,
-                                            input_mode=input_mode, reports_dir=config.resolve(config.reports_dir)))
+        try:
+            outcome = asyncio.run(run_benchmark(config, golden, store, run_id=args.resume, resume=bool(args.resume),
+                                                progress=not args.no_progress, adapters=adapters,
+                                                input_mode=input_mode, reports_dir=config.resolve(config.reports_dir),
+                                                executor=executor))
+        except ConfigError as exc:  # emulator settings, a dataset changed since the run started, …
+            raise _naming(source, exc) from None
         html = _write_report(store, outcome.run_id, full_golden, config.resolve(config.reports_dir))
     finally:
         store.close()
@@ -163,12 +221,17 @@ def cmd_gate(args: argparse.Namespace) -> int:
     try:
         run = store.get_run(args.run)
         golden = _golden_for_run(run)
-        result = evaluate_gate(store, run.run_id, args.system, golden, args.min_pass_rate)
+        result = evaluate_gate(store, run.run_id, args.system, golden, args.min_pass_rate, criteria=args.criteria)
         if args.junit:
             write_junit(Path(args.junit), store, result, golden)
     finally:
         store.close()
     stream = sys.stdout if result.exit_code == EXIT_OK else sys.stderr
+    from bench.scoring.criteria import get as get_criteria
+
+    source = "--criteria" if args.criteria else ("the run's config" if "criteria" in run.config else
+                                                 "not recorded by the run; seed003 assumed")
+    print(f"criteria: {get_criteria(result.criteria).label} ({source})", file=stream)
     print(result.message, file=stream)
     for detail in result.report.failure_details[: args.show]:
         print(f"  {detail['id']} [{detail['language']}] {'; '.join(detail['reasons'])}", file=stream)
@@ -186,7 +249,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from bench.report import compare_runs
+    from bench.report import compare_runs, run_differences
 
     store = _open_store(_store_path(args), must_exist=True)
     try:
@@ -196,6 +259,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         html = _write_report(store, run.run_id, golden, _resolve(args.reports_dir), compare=other)
         print(f"report: {html}")
         if other:
+            for warning in run_differences(store.get_run(other), run):
+                print(f"WARNING: {warning}", file=sys.stderr)
             regressions = compare_runs(store, other, run.run_id, golden)
             if not regressions:
                 print(f"no regressions from {other} to {run.run_id}")
@@ -221,6 +286,13 @@ def cmd_score(args: argparse.Namespace) -> int:
     out = _resolve(args.reports_dir) / run.run_id / "summary.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
+    print(f"criteria: {summary.criteria}{'' if summary.criteria_recorded else ' (not recorded; assumed)'} · "
+          f"context strategy: {summary.context_strategy}")
+    for system in summary.systems:
+        rates = ", ".join(f"{name} " + ("unavailable" if r.unavailable else f"{r.rate.rate:.3f}" if r.rate.rate
+                                        is not None else "–") for name, r in system.pass_rates.items())
+        print(f"  {system.id}{' [EMULATED]' if system.emulated else ''}: pass rate {rates} "
+              f"(n={system.pass_rate.n})")
     print(f"summary: {out}")
     return EXIT_OK
 
@@ -311,6 +383,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="RUN", help="continue a stored run, skipping turns that succeeded")
     run.add_argument("--store", help="store file (default from the config)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    run.add_argument("--executor", choices=("local", "ray"), default="local",
+                     help="where conversations run: asyncio tasks in this process (default) or Ray workers")
+    run.add_argument("--ray-address", metavar="ADDRESS",
+                     help="Ray cluster for --executor ray: 'auto' (this node's cluster) or ray://host:10001 "
+                          "(default: start a local cluster on this machine)")
     run.set_defaults(func=cmd_run)
 
     gate = sub.add_parser("gate", help="fail (exit 3) when a system's golden pass rate is below the threshold")
@@ -319,6 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--min-pass-rate", type=float, default=0.95)
     gate.add_argument("--junit", help="write JUnit XML here (one testcase per golden entry)")
     gate.add_argument("--show", type=int, default=10, help="failures to print")
+    gate.add_argument("--criteria", choices=("strict", "seed003"),
+                      help="golden criteria to gate on (default: the set the run recorded from its config)")
     gate.add_argument("--store")
     gate.set_defaults(func=cmd_gate)
 
@@ -356,6 +435,18 @@ def build_parser() -> argparse.ArgumentParser:
     emulate.add_argument("--port", type=_int_range("--port", 0, 65535), default=0)
     emulate.add_argument("--options", help='JSON of options.emulator: {"latency": {...}, "faults": {...}, ...}')
     emulate.set_defaults(func=cmd_emulate)
+
+    from bench.review.cli import add_review_parser  # voice-bench review ... (the reviewer workflow, bench/review)
+
+    add_review_parser(sub)
+
+    from bench.audioloop.cli import add_audio_loop_parser  # voice-bench audio-loop (bench/audioloop)
+
+    add_audio_loop_parser(sub)
+
+    from bench.simulation.cli import add_parser as add_simulate_parser  # voice-bench simulate (bench/simulation)
+
+    add_simulate_parser(sub, _Parser)
     return parser
 
 

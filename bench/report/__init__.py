@@ -25,25 +25,34 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from bench.dataset import INTENTS, GoldenSet
 from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
-from bench.metrics import RunSummary, _load, phase, summarize_frame
+from bench.metrics import RunSummary, load_run, phase, summarize_frame
 from bench.report import charts
-from bench.report.compare import Regression, TrendPoint, compare_frames, compare_runs, trend
+from bench.report.compare import Regression, TrendPoint, compare_frames, compare_runs, run_differences, trend
 from bench.report.markdown import render_markdown
 from bench.store import Store
 from bench.voice_shape import SUB_CHECKS
 
-__all__ = ["ReportPaths", "Regression", "compare_runs", "write_report", "render_markdown"]
+__all__ = ["ReportPaths", "Regression", "compare_runs", "render_markdown", "run_differences", "write_report"]
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FAILURE_ROWS_IN_HTML = 25
 CHECK_LABELS = {
-    "overall": "All five checks",
+    "overall": "All checks",
     "sentences": "Sentences ≤ max",
     "forbidden_tokens": "No forbidden token",
     "url": "No URL",
     "markdown": "No markdown",
     "numbers_as_words": "Numbers as words",
+    "emoji": "No emoji",
+    "roman_numerals": "No roman numerals",
 }
+
+
+def check_label(check: str) -> str:
+    """The report label of a voice-shape sub-check (sub-checks added later get a readable default)."""
+    return CHECK_LABELS.get(check, check.replace("_", " ").capitalize())
+
+
 TURN_CSV_COLUMNS = (
     "run_id",
     "system_id",
@@ -58,10 +67,19 @@ TURN_CSV_COLUMNS = (
     "language",
     "expected_intent",
     "observed_intent",
+    "intent_source",
+    "reported_intent",
+    "tool_called",
+    "said_intent",
+    "answer_language",
     "safety",
     "tags",
+    "parallel_of",
     "scored",
+    "criteria",
     "passed",
+    "passed_seed003",
+    "passed_strict",
     "intent_ok",
     "target_language_ok",
     "shape_compliant",
@@ -69,11 +87,20 @@ TURN_CSV_COLUMNS = (
     "sentence_count",
     "self_reported_compliant",
     "compliance_disagrees",
+    "declines",
+    "refers",
+    "gives_advice",
     "refused",
     "referral",
+    "facts_stated",
+    "facts_missing",
     "reasons",
+    "reasons_seed003",
+    "reasons_strict",
     "faithfulness",
     "faithfulness_judge",
+    "faithfulness_context",
+    "latency_basis",
     "ttft_ms",
     "ttfa_ms",
     "completion_ms",
@@ -179,6 +206,7 @@ def render_html(
     regressions: list[Regression] | None,
     compare_run_id: str | None,
     generated_at: str,
+    compare_warnings: list[str] | None = None,
 ) -> str:
     series = _series(summary, frame)
     intents_present = [
@@ -188,7 +216,7 @@ def render_html(
         (row.key, s.id): (row.pass_rate, row.n) for s in summary.systems for row in s.breakdowns["intent"]
     }
     trend_runs, trend_series = _trend_series(points, series)
-    checks = [("overall", CHECK_LABELS["overall"]), *((c, CHECK_LABELS[c]) for c in SUB_CHECKS)]
+    checks = [("overall", CHECK_LABELS["overall"]), *((c, check_label(c)) for c in SUB_CHECKS)]
     figures = {
         "legend": charts.legend(series),
         "ttft": charts.latency_chart(series, "ttft", "TTFT distribution per system"),
@@ -213,7 +241,7 @@ def render_html(
         colours={x.id: x.colour for x in series},
         generated_at=generated_at,
         checks=checks,
-        check_labels=CHECK_LABELS,
+        check_labels={c: check_label(c) for c in ("overall", *SUB_CHECKS)},
         sub_checks=SUB_CHECKS,
         languages=languages,
         tags=tags,
@@ -226,6 +254,9 @@ def render_html(
         comparisons={c.system: c for c in summary.comparisons},
         trend_runs=len(trend_runs),
         pricing_dates=sorted(set(summary.pricing_dates.values())),
+        criteria_order=[summary.criteria, *(c.name for c in summary.criteria_sets if c.name != summary.criteria)],
+        criteria_labels={summary.criteria: summary.criteria} | {c.name: c.label for c in summary.criteria_sets},
+        compare_warnings=compare_warnings or [],
     )
 
 
@@ -309,7 +340,7 @@ def write_report(
     judge = judge or OfflineFaithfulnessChecker()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    run, frame, judge_info = _load(store, run_id, golden, judge, timings=timings)
+    run, frame, info = load_run(store, run_id, golden, judge, timings=timings)
     paths = ReportPaths(
         html=out_dir / "report.html",
         markdown=out_dir / "report.md",
@@ -319,21 +350,29 @@ def write_report(
     with phase(timings, "write turns.csv (start)"):
         wait_for_csv = _start_turns_csv(frame, paths.turns_csv)
     with phase(timings, "summarize"):
-        summary = summarize_frame(run, frame, golden, judge.name, judge_info)
+        # fluency column: reviewer ratings from the review workflow (bench.review); None while nobody has rated
+        from bench.review.aggregate import ratings_for_summary
+
+        fluency = ratings_for_summary(store, run.run_id)
+        summary = summarize_frame(run, frame, golden, judge.name, info.as_dict(), fluency_ratings=fluency)
     regressions = None
+    compare_warnings: list[str] = []
     if compare_run_id is not None:
-        before, before_frame, _ = _load(store, compare_run_id, golden, judge, timings=timings)
+        before, before_frame, _ = load_run(store, compare_run_id, golden, judge, timings=timings,
+                                           criteria=summary.criteria)
         with phase(timings, "compare"):
-            regressions = compare_frames(before, before_frame, run, frame)
+            regressions = compare_frames(before, before_frame, run, frame, min_effect=summary.min_effect)
+            compare_warnings = run_differences(before, run)
     with phase(timings, "trend"):
         points = trend(store, golden, current=(run, frame))
     generated_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     with phase(timings, "write summary.json + report.md"):
         paths.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
-        paths.markdown.write_text(render_markdown(summary, regressions), encoding="utf-8")
+        paths.markdown.write_text(render_markdown(summary, regressions, compare_warnings), encoding="utf-8")
     with phase(timings, "render report.html"):
         paths.html.write_text(
-            render_html(summary, frame, points, regressions, compare_run_id, generated_at), encoding="utf-8"
+            render_html(summary, frame, points, regressions, compare_run_id, generated_at, compare_warnings),
+            encoding="utf-8",
         )
     with phase(timings, "write turns.csv (wait)"):
         wait_for_csv()

@@ -1,0 +1,158 @@
+"""Fluency figures from reviewer ratings: per system × language, inter-rater agreement, self-consistency.
+
+Which ratings count: for each reviewer and clip, the reviewer's latest rating at the clip's first showing (a
+reviewer who goes back and rates again replaces the earlier rating); ratings at a self-consistency repeat are used
+only by ``self_consistency``. Only clips in the run's clip index (``bench.review.clips``) count.
+
+- ``fluency_summary(store, run_id)`` — one row per (system, language): the mean rating (each answer's clip weighs
+  the same: the mean over answers of the mean of their reviewers' ratings), its 95 % percentile-bootstrap interval
+  over answers (``bench.stats.bootstrap_mean_ci``), n ratings, answers and reviewers, where the audio came from
+  (the system's own or synthesized, with the engine), the share of ratings carrying each flag, and Krippendorff's
+  alpha (ordinal, the maintained ``krippendorff`` package) over that group's answers when two or more reviewers
+  rated the same clips.
+- ``agreement(store, run_id)`` — Krippendorff's alpha (ordinal) per language over all clips, reviewers × clips.
+- ``self_consistency(store, run_id)`` — per reviewer: repeated clips, exact agreement, mean absolute difference.
+- ``ratings_for_summary(store, run_id)`` — the counted ratings as ``system_id, entry_id, rating, rater_id`` for
+  ``bench.metrics.summarize_frame`` (the report's fluency column), or None when the run has none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+
+from bench import stats
+from bench.review.ratings import FLAGS, clip_rows, review_ratings
+from bench.store import Store
+
+SUMMARY_COLUMNS = [
+    "system_id", "language", "speech", "n_ratings", "n_answers", "n_reviewers", "mean", "ci_low", "ci_high",
+    "ci_method", "alpha_ordinal", "alpha_answers", *(f"flag_{f}" for f in FLAGS),
+]
+
+
+def _ratings(store: Store, run_id: str) -> pd.DataFrame:
+    rows = review_ratings(store, run_id)
+    frame = pd.DataFrame(rows, columns=["rating_id", "clip_id", "reviewer", "score", "flags", "comment",
+                                        "created_at", "language", "position", "is_repeat", "source"])
+    if frame.empty:
+        return frame
+    return frame.sort_values("rating_id").drop_duplicates(["reviewer", "clip_id", "is_repeat"], keep="last")
+
+
+def counted_ratings(store: Store, run_id: str) -> pd.DataFrame:
+    """The counted ratings joined to every answer their clip belongs to (one row per rating × answer)."""
+    empty = pd.DataFrame(columns=["rating_id", "clip_id", "reviewer", "score", "flags", "is_repeat", "system_id",
+                                  "entry_id", "trial", "turn_index", "language", "synthesized", "engine"])
+    ratings = _ratings(store, run_id)
+    if ratings.empty:
+        return empty
+    clips = pd.DataFrame([c.model_dump() for c in clip_rows(store, run_id)],
+                         columns=["sha256", "system_id", "conversation_id", "trial", "turn_index", "entry_id",
+                                  "language", "synthesized", "engine"])
+    if clips.empty:
+        return empty
+    first = ratings[~ratings["is_repeat"]].drop(columns=["language"])
+    merged = first.merge(clips, left_on="clip_id", right_on="sha256", how="inner")
+    return merged.drop(columns=["sha256"]).reset_index(drop=True)
+
+
+def ordinal_alpha(matrix: np.ndarray) -> float | None:
+    """Krippendorff's alpha (ordinal, values 1–5) of a reviewers × units matrix (NaN = not rated).
+
+    None unless two or more reviewers rated at least one common unit, or when all values agree trivially
+    (no expected disagreement).
+    """
+    import krippendorff
+
+    if matrix.ndim != 2 or matrix.shape[0] < 2:
+        return None
+    pairable = (~np.isnan(matrix)).sum(axis=0) >= 2
+    if not pairable.any():
+        return None
+    try:
+        value = float(krippendorff.alpha(reliability_data=matrix[:, pairable], level_of_measurement="ordinal",
+                                         value_domain=[1, 2, 3, 4, 5]))
+    except (ValueError, ZeroDivisionError):
+        return None
+    return None if np.isnan(value) else value
+
+
+def _matrix(frame: pd.DataFrame, unit: list[str]) -> np.ndarray:
+    table = frame.pivot_table(index="reviewer", columns=unit, values="score", aggfunc="last")
+    return table.to_numpy(dtype=float)
+
+
+def _speech(group: pd.DataFrame) -> str:
+    kinds = sorted({f"synthesized ({e})" if s else "system audio"
+                    for s, e in zip(group["synthesized"], group["engine"], strict=True)})
+    return "; ".join(kinds)
+
+
+def _seed(*parts: str) -> int:
+    return int.from_bytes(hashlib.sha256("|".join(parts).encode()).digest()[:4], "big")
+
+
+def fluency_summary(store: Store, run_id: str) -> pd.DataFrame:
+    """Fluency per system × language (see the module docstring); empty (with the columns) when nothing is rated."""
+    run_id = store.get_run(run_id).run_id
+    counted = counted_ratings(store, run_id)
+    rows = []
+    for (system_id, language), group in counted.groupby(["system_id", "language"], sort=True):
+        answers = group.groupby(["entry_id", "trial", "turn_index"])["score"].mean().to_numpy(dtype=float)
+        interval = stats.bootstrap_mean_ci(answers, seed=_seed(run_id, system_id, language, "fluency"))
+        matrix = _matrix(group, ["entry_id", "trial", "turn_index"])
+        row = {
+            "system_id": system_id, "language": language, "speech": _speech(group),
+            "n_ratings": len(group), "n_answers": len(answers), "n_reviewers": group["reviewer"].nunique(),
+            "mean": float(answers.mean()), "ci_low": interval.low, "ci_high": interval.high,
+            "ci_method": interval.method, "alpha_ordinal": ordinal_alpha(matrix),
+            "alpha_answers": int(((~np.isnan(matrix)).sum(axis=0) >= 2).sum()) if matrix.size else 0,
+        }
+        for flag in FLAGS:
+            row[f"flag_{flag}"] = float(np.mean([flag in f for f in group["flags"]]))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+
+
+def agreement(store: Store, run_id: str) -> pd.DataFrame:
+    """Krippendorff's alpha (ordinal) per language over all clips (identical audio is one clip)."""
+    run_id = store.get_run(run_id).run_id
+    counted = counted_ratings(store, run_id).drop_duplicates(["reviewer", "clip_id"])
+    rows = []
+    for language, group in counted.groupby("language", sort=True):
+        matrix = _matrix(group, ["clip_id"])
+        shared = int(((~np.isnan(matrix)).sum(axis=0) >= 2).sum()) if matrix.size else 0
+        rows.append({"language": language, "n_reviewers": group["reviewer"].nunique(), "n_clips": len(matrix[0]),
+                     "n_shared_clips": shared, "alpha_ordinal": ordinal_alpha(matrix)})
+    return pd.DataFrame(rows, columns=["language", "n_reviewers", "n_clips", "n_shared_clips", "alpha_ordinal"])
+
+
+def self_consistency(store: Store, run_id: str) -> pd.DataFrame:
+    """Per reviewer: how often a repeated clip got the same rating again (first showing vs the repeat)."""
+    run_id = store.get_run(run_id).run_id
+    ratings = _ratings(store, run_id)
+    columns = ["reviewer", "n_pairs", "exact_agreement", "within_one", "mean_abs_diff"]
+    if ratings.empty:
+        return pd.DataFrame(columns=columns)
+    first = ratings[~ratings["is_repeat"]][["reviewer", "clip_id", "score"]]
+    again = ratings[ratings["is_repeat"]][["reviewer", "clip_id", "score"]]
+    pairs = first.merge(again, on=["reviewer", "clip_id"], suffixes=("_first", "_repeat"))
+    rows = []
+    for reviewer, group in pairs.groupby("reviewer", sort=True):
+        diff = (group["score_first"] - group["score_repeat"]).abs().to_numpy(dtype=float)
+        rows.append({"reviewer": reviewer, "n_pairs": len(diff), "exact_agreement": float((diff == 0).mean()),
+                     "within_one": float((diff <= 1).mean()), "mean_abs_diff": float(diff.mean())})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def ratings_for_summary(store: Store, run_id: str) -> pd.DataFrame | None:
+    """The counted ratings in the shape ``bench.metrics.summarize_frame`` takes, or None when there are none."""
+    counted = counted_ratings(store, store.get_run(run_id).run_id)
+    if counted.empty:
+        return None
+    return pd.DataFrame({"system_id": counted["system_id"], "entry_id": counted["entry_id"],
+                         "rating": counted["score"].astype(float), "rater_id": counted["reviewer"],
+                         "language": counted["language"], "synthesized": counted["synthesized"]})

@@ -1,0 +1,181 @@
+"""Answer audio of a run: every answer's clip, the system's own audio or speech synthesized from its text.
+
+``prepare_clips(store, run_id, golden, reports_dir, engine=...)`` walks the run's succeeded turns. A turn whose
+conversation has an ``answer_audio`` artifact (the agent's own audio, mono WAV, stored by the engine) uses it; any
+other answer is spoken per language by the synthesizer (espeak-ng offline, ElevenLabs live, see
+``bench.review.synth``), written as an artifact of kind ``answer_audio_synth`` under
+``<reports>/<run>/artifacts/`` and labelled synthesized wherever it is shown. The clip index (``review_clips``)
+is replaced in the same transaction. A rerun synthesizes nothing new: existing synthesized artifacts are reused
+and the speech cache is keyed by content hash.
+
+A clip's language is the language its answer should be in: the entry's ``target_language`` for a
+``switch_language`` entry, else the entry's language. Clips are addressed by the SHA-256 of their audio (opaque,
+validated as 64 hex digits before any path is built). ``load_clips`` gives the reviewer-facing view (question,
+answer text, label, file), which never shows a system id.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from bench.config import PROJECT_ROOT
+from bench.dataset import GoldenEntry, GoldenSet, validate_files
+from bench.errors import ConfigError
+from bench.review.ratings import ArtifactRow, ClipRow, clip_rows, record_clips
+from bench.review.synth import Synthesizer, make_synthesizer, wav_bytes
+from bench.store import ArtifactStore, RunInfo, Store
+
+ANSWER_AUDIO = "answer_audio"
+SYNTH_KIND = "answer_audio_synth"
+#: how a clip is labelled for the reviewer
+SYSTEM_LABEL = "the system's own audio"
+
+
+def synth_kind(turn_index: int) -> str:
+    return SYNTH_KIND if turn_index == 0 else f"{SYNTH_KIND}.{turn_index}"
+
+
+def answer_language(entry: GoldenEntry) -> str:
+    expected = entry.voice_expected
+    if expected.conversational_intent == "switch_language" and expected.target_language:
+        return expected.target_language
+    return entry.language
+
+
+def golden_for_run(run: RunInfo) -> GoldenSet:
+    """The run's golden file, checked against the hash recorded with the run (exit 2 when it changed)."""
+    path = Path(run.dataset_path)
+    if not path.is_absolute() and not path.exists():
+        path = PROJECT_ROOT / path
+    golden = validate_files([path])[0]
+    if golden.sha256 != run.dataset_sha256:
+        raise ConfigError(f"{path}: the dataset changed since run {run.run_id} was recorded (sha256 "
+                          f"{golden.sha256[:12]} != {run.dataset_sha256[:12]})")
+    return golden
+
+
+def reports_dir_for(run: RunInfo, override: str | Path | None = None) -> Path:
+    """Where the run's artifacts live: ``override``, else the run config's ``reports_dir`` (project-relative)."""
+    path = Path(override) if override else Path(str(run.config.get("reports_dir") or "reports"))
+    return path if path.is_absolute() else PROJECT_ROOT / path
+
+
+@dataclass
+class PrepareOutcome:
+    clips: list[ClipRow]
+    system_audio: int = 0
+    synthesized: int = 0
+    reused: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    engine: str = ""
+
+    def describe(self) -> str:
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
+        return (f"{len(self.clips)} clips: {self.system_audio} with the system's own audio, {self.synthesized} "
+                f"newly synthesized, {self.reused} synthesized earlier"
+                + (f" (engine {self.engine})" if self.synthesized else "") + (f"; skipped {skipped}" if skipped
+                                                                              else ""))
+
+
+def prepare_clips(store: Store, run_id: str, golden: GoldenSet, reports_dir: Path, *, engine: str = "espeak-ng",
+                  synthesizer: Synthesizer | None = None, progress: bool = False) -> PrepareOutcome:
+    """Give every answer of ``run_id`` a clip (see the module docstring) and index them; returns what was done."""
+    run = store.get_run(run_id)
+    entries = golden.by_id()
+    files = ArtifactStore(reports_dir, run.run_id)
+    artifacts = {(a["system_id"], a["conversation_id"], a["trial"], a["kind"]): a for a in store.artifacts(run.run_id)}
+    known = {(c.system_id, c.conversation_id, c.trial, c.turn_index): c for c in clip_rows(store, run.run_id)}
+    outcome = PrepareOutcome(clips=[])
+    new_artifacts: list[ArtifactRow] = []
+    turns = store.turns(run.run_id)
+    for number, turn in enumerate(turns, start=1):
+        entry = entries.get(turn.entry_id)
+        reason = None
+        if turn.status != "succeeded":
+            reason = "failed turns"
+        elif not turn.answer.strip():
+            reason = "empty answers"
+        elif entry is None:
+            reason = "turns not in the golden set"
+        if reason is not None or entry is None:
+            outcome.skipped[reason or "?"] = outcome.skipped.get(reason or "?", 0) + 1
+            continue
+        conversation = turn.conversation_id or turn.entry_id
+        key = (turn.system_id, conversation, turn.trial)
+        language = answer_language(entry)
+        common = dict(run_id=run.run_id, system_id=turn.system_id, conversation_id=conversation, trial=turn.trial,
+                      turn_index=turn.turn_index, entry_id=entry.id, language=language, question=entry.phone_question)
+        own = artifacts.get((*key, ANSWER_AUDIO)) if turn.turn_index == 0 else None
+        if own is not None:
+            outcome.system_audio += 1
+            outcome.clips.append(ClipRow(**common, sha256=own["sha256"], kind=ANSWER_AUDIO,
+                                         media_type=own["media_type"], synthesized=False, engine="system"))
+            continue
+        kind = synth_kind(turn.turn_index)
+        earlier = artifacts.get((*key, kind))
+        if earlier is not None and files.path_for(earlier["sha256"], earlier["media_type"]).exists():
+            before = known.get((*key, turn.turn_index))
+            outcome.reused += 1
+            outcome.clips.append(ClipRow(**common, sha256=earlier["sha256"], kind=kind,
+                                         media_type=earlier["media_type"], synthesized=True,
+                                         engine=before.engine if before else "unknown",
+                                         voice=before.voice if before else ""))
+            continue
+        if synthesizer is None:
+            synthesizer = make_synthesizer(engine)
+        data = wav_bytes(synthesizer.pcm(turn.answer, language))
+        sha, path = files.put(data, "audio/wav")
+        new_artifacts.append(ArtifactRow(run_id=run.run_id, system_id=turn.system_id, conversation_id=conversation,
+                                         trial=turn.trial, kind=kind, sha256=sha, bytes=len(data),
+                                         media_type="audio/wav", path=str(path.relative_to(reports_dir))))
+        outcome.synthesized += 1
+        outcome.engine = synthesizer.name
+        outcome.clips.append(ClipRow(**common, sha256=sha, kind=kind, media_type="audio/wav", synthesized=True,
+                                     engine=synthesizer.name, voice=synthesizer.voice_for(language)))
+        if progress and outcome.synthesized % 25 == 0:
+            print(f"synthesizing answer audio: {number}/{len(turns)} turns", file=sys.stderr, flush=True)
+    record_clips(store, run.run_id, new_artifacts, outcome.clips)
+    return outcome
+
+
+class Clip(BaseModel):
+    """What a reviewer is shown for one clip (no system id), plus its file."""
+
+    clip_id: str
+    language: str
+    question: str
+    answer: str
+    synthesized: bool
+    engine: str
+    path: Path
+    media_type: str
+
+    @property
+    def label(self) -> str:
+        return f"synthesized speech ({self.engine})" if self.synthesized else SYSTEM_LABEL
+
+
+def load_clips(store: Store, run_id: str, reports_dir: Path) -> dict[str, Clip]:
+    """The run's indexed clips by clip id (the audio's SHA-256); clips whose file is missing are left out.
+
+    Identical audio (same content hash) is one clip: a rating of it counts for every answer it belongs to.
+    """
+    files = ArtifactStore(reports_dir, run_id)
+    answers = {(t.system_id, t.conversation_id or t.entry_id, t.trial, t.turn_index): t.answer
+               for t in store.turns(run_id)}
+    clips: dict[str, Clip] = {}
+    for row in clip_rows(store, run_id):
+        if row.sha256 in clips:
+            continue
+        path = files.path_for(row.sha256, row.media_type)
+        if not path.is_file():
+            continue
+        clips[row.sha256] = Clip(
+            clip_id=row.sha256, language=row.language, question=row.question, synthesized=row.synthesized,
+            answer=answers.get((row.system_id, row.conversation_id, row.trial, row.turn_index), ""),
+            engine=row.engine, path=path, media_type=row.media_type)
+    return clips

@@ -1,0 +1,92 @@
+"""The audio loop offline over an English subset end to end (espeak-ng → pocketsphinx → the in-house stack), WER/CER
+against known values, seeded noise at a measured SNR, caching, and live engines without keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from bench.audioloop.loop import _error_rates
+from bench.audioloop.noise import mix_noise
+from bench.cli import main
+
+CONFIG = {
+    "dataset": "datasets/voice_golden_expanded.json",
+    "systems": [{"id": "inhouse", "adapter": "inhouse", "role": "reference",
+                 "options": {"orchestrator": "adapters.inhouse.reference:ReferenceVoiceStack"}}],
+}
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({**CONFIG, "store": str(tmp_path / "bench.sqlite"),
+                                    "reports_dir": str(tmp_path / "reports")}), encoding="utf-8")
+    return path
+
+
+def test_error_rates_against_known_values() -> None:
+    wer, cer = _error_rates(["Where is the dialysis unit?"], ["where is dialysis a unit"])
+    assert wer == pytest.approx(2 / 5)  # one deletion ("the") and one insertion ("a") over five words
+    assert 0 < cer < wer
+    assert _error_rates(["abcd"], ["abxd"])[1] == pytest.approx(1 / 4)
+    assert _error_rates(["Hallo, daar!"], ["hallo daar"]) == (0.0, 0.0)  # case and punctuation do not count
+    assert _error_rates(["twee woorden"], [""])[0] == 1.0
+
+
+def test_noise_is_seeded_and_at_the_asked_ratio() -> None:
+    rng = np.random.default_rng(1)
+    speech = (np.sin(np.arange(24000) / 8) * 6000 + rng.normal(0, 10, 24000)).astype("<i2").tobytes()
+    noisy = mix_noise(speech, 10.0, "0|VGX-1")
+    assert noisy == mix_noise(speech, 10.0, "0|VGX-1") and noisy != mix_noise(speech, 10.0, "1|VGX-1")
+    clean = np.frombuffer(speech, "<i2").astype(float)
+    noise = np.frombuffer(noisy, "<i2").astype(float) - clean
+    assert 10 * np.log10(np.mean(clean**2) / np.mean(noise**2)) == pytest.approx(10.0, abs=0.3)
+
+
+def test_the_loop_runs_offline_end_to_end_and_a_rerun_synthesizes_nothing(tmp_path, capsys) -> None:
+    config = _config(tmp_path)
+    out = tmp_path / "loop"
+    argv = ["audio-loop", "--config", str(config), "--languages", "en", "--limit", "4", "--out", str(out),
+            "--cache-dir", str(tmp_path / "cache"), "--no-progress"]
+    assert main(argv) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "speech: 4 synthesized, 0 cached; transcripts: 4 new, 0 cached" in printed
+    result = json.loads((out / "audio-loop.json").read_text(encoding="utf-8"))
+    assert (result["tts"], result["stt"], result["live"]) == ("espeak-ng", "pocketsphinx", False)
+    [english] = result["error_rates"]
+    assert english["language"] == "en" and english["n"] == 4 and english["cer"] >= 0
+    entries = result["entries"]
+    assert len(entries) == 4 and all(e["language"] == "en" for e in entries)
+    expected_wer, _ = _error_rates([e["question"] for e in entries], [e["transcript"] for e in entries])
+    assert english["wer"] == pytest.approx(expected_wer)
+    [system] = result["systems"]
+    assert system["system_id"] == "inhouse" and system["n"] == 4
+    assert system["clean_pass_rate"] is not None and system["heard_pass_rate"] is not None
+    assert system["change"] == pytest.approx(system["heard_pass_rate"] - system["clean_pass_rate"])
+    assert system["flipped_to_fail"] + system["flipped_to_pass"] == len(result["flips"])
+    heard = json.loads((out / "golden.heard.json").read_text(encoding="utf-8"))
+    assert [e["phone_question"] for e in heard["entries"]] == [e["transcript"] or "..." for e in entries]
+    assert "## Recognition error per language" in (out / "audio-loop.md").read_text(encoding="utf-8")
+
+    assert main(argv) == 0
+    assert "speech: 0 synthesized, 4 cached; transcripts: 0 new, 4 cached" in capsys.readouterr().out
+    again = json.loads((out / "audio-loop.json").read_text(encoding="utf-8"))
+    assert [e["transcript"] for e in again["entries"]] == [e["transcript"] for e in entries]
+
+
+def test_live_engines_without_keys_and_languages_without_a_model_are_exit_2(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.delenv("DEEPGRAM_API_KEY", raising=False)
+    monkeypatch.delenv("ELEVENLABS_API_KEY", raising=False)
+    config = _config(tmp_path)
+    base = ["audio-loop", "--config", str(config), "--out", str(tmp_path / "o"), "--limit", "2"]
+    assert main([*base, "--stt", "deepgram"]) == 2
+    assert "DEEPGRAM_API_KEY" in capsys.readouterr().err
+    assert main([*base, "--tts", "elevenlabs"]) == 2
+    assert "ELEVENLABS_API_KEY" in capsys.readouterr().err
+    assert main([*base, "--languages", "nl"]) == 2
+    assert "pocketsphinx has no model for nl" in capsys.readouterr().err
+    assert not (tmp_path / "bench.sqlite").exists() or not (tmp_path / "o" / "audio-loop.json").exists()
