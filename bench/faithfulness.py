@@ -1,42 +1,60 @@
-"""Faithfulness: is what the answer claims supported by what the system retrieved (and the entry's key facts)?
+"""Faithfulness and correctness: is what the answer claims supported by the context, and does it state the
+entry's key facts?
 
-Two judges with one interface (``evaluate(...) -> FaithfulnessResult``, and a ``name`` every figure shows):
+Judges with one interface each (and a ``name`` every figure shows):
 
-- ``OfflineFaithfulnessChecker`` ("offline-claim-overlap v1"): deterministic, credential-free. The answer is
-  split into claims with pysbd (language-aware); a claim is supported when its number words are all covered
-  and at least ``min_coverage`` of its other content words are covered by the retrieved context or the entry's
-  reference key facts. Digits in the support text also count as their spoken forms (num2words, in the answer
-  language; clock hours also as 12-hour words; digit by digit only for claims that read a number out digit by
-  digit, as phone numbers are read), so "vijf uur" is supported by "17:00" and "nul tien ..." by "010 ...".
-  Words match exactly or on a shared 5-letter stem. Claims without content words ("Dank u.") are not claims.
+- ``OfflineFaithfulnessChecker`` ("offline-claim-check v2"): deterministic, credential-free. The answer is
+  split into sentences (``bench.checks.sentences``: abbreviation-aware); courtesies, questions back and
+  declines are not claims. The context passages (and the entry's key facts) are split into *units* — one
+  line, table row or sentence, prefixed with its markdown headings. A claim is supported when
+
+  1. **one unit** says every number of the claim (``bench.checks.numbers``: digits = spoken words, times
+     incl. Flemish "half negen", prices, phone numbers read digit by digit — a number anywhere in the sentence,
+     however many numbers it has), names its entities (day, patient group, department; ``bench.checks.concepts``)
+     and proper names (campus, street), and agrees on negation — so a swapped department, day, patient group
+     or campus, a wrong number or a dropped "niet" fails even when every word occurs somewhere in the context;
+  2. at least ``min_coverage`` of its other content words occur in the context (stem, prefix, compound or
+     shared concept — tolerant of paraphrase).
+
+  A claim that no single unit supports is split into clauses (at ";", ":" and ", " / "and" between clauses)
+  and each clause must be supported on its own, bound to one of the claim's departments or patient groups.
   The score is supported / claims; no claims gives no score.
 - ``DeepEvalFaithfulness``: DeepEval's ``FaithfulnessMetric`` with a ``DeepEvalBaseLLM`` subclass talking to
   any OpenAI-compatible chat-completions endpoint (``BENCH_JUDGE_BASE_URL``, ``BENCH_JUDGE_MODEL``,
   ``BENCH_JUDGE_API_KEY``). DeepEval is imported lazily, with its telemetry and update check turned off.
+- ``OfflineCorrectness`` ("offline-key-facts v1"): the share of the entry's key facts the answer states
+  (``bench.checks.facts``). ``DeepEvalCorrectness``: DeepEval ``GEval`` with correctness criteria over the
+  answer and the key facts as expected output, on the same judge endpoint.
 
-``judge_from_env()`` returns the DeepEval judge when those variables are set, else the offline checker.
+``judge_from_env()`` returns the DeepEval faithfulness judge when those variables are set, else the offline
+checker; ``correctness_judge_from_env()`` does the same for correctness.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Protocol
 from urllib.parse import urlparse
 
-import pysbd
-from num2words import num2words
 from pydantic import BaseModel, Field
 
+from bench.checks.concepts import concepts
+from bench.checks.facts import key_facts_stated
+from bench.checks.intent import is_courtesy
+from bench.checks.matching import Statement, Support
+from bench.checks.refusal import decline_evidence
+from bench.checks.sentences import split_sentences
 from bench.errors import ConfigError
-from bench.knowledge import normalize_tokens
 
 ENV_BASE_URL = "BENCH_JUDGE_BASE_URL"
 ENV_MODEL = "BENCH_JUDGE_MODEL"
 ENV_API_KEY = "BENCH_JUDGE_API_KEY"
 
-OFFLINE_JUDGE_NAME = "offline-claim-overlap v1"
+OFFLINE_JUDGE_NAME = "offline-claim-check v2"
+OFFLINE_CORRECTNESS_NAME = "offline-key-facts v1"
 
 
 class FaithfulnessResult(BaseModel):
@@ -50,6 +68,17 @@ class FaithfulnessResult(BaseModel):
     reason: str = ""
 
 
+class CorrectnessResult(BaseModel):
+    """How many of the entry's key facts the answer states; ``score`` is None without key facts."""
+
+    judge: str
+    score: float | None
+    n_facts: int
+    n_stated: int
+    missing: list[str] = Field(default_factory=list)
+    reason: str = ""
+
+
 class FaithfulnessJudge(Protocol):
     name: str
 
@@ -58,192 +87,184 @@ class FaithfulnessJudge(Protocol):
     ) -> FaithfulnessResult: ...
 
 
+class CorrectnessJudge(Protocol):
+    name: str
+
+    def evaluate(self, *, question: str, answer: str, key_facts: list[str], language: str) -> CorrectnessResult: ...
+
+
 # -- offline checker ---------------------------------------------------------------------------------------
 
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_STOPWORDS: dict[str, frozenset[str]] = {
-    "en": _words(
-        "a an the and or but if then so of to in on at by for with from into about as is are was were be "
-        "been being am do does did have has had i you he she it we they me him her us them my your his "
-        "its our their this that these those there here what which who whom whose when where why how can "
-        "could will would shall should may might must not no yes please thank thanks hello hi also just "
-        "only very too than up down out over under again all any some each both more most other such own "
-        "same s t don ll ve re okay ok let get"
-    ),
-    "nl": _words(
-        "de het een en of maar als dan dus van naar in op aan bij voor met uit over om tot door is zijn "
-        "was waren ben bent wordt worden werd kan kunt kunnen zal zult zullen wil wilt willen moet moeten "
-        "mag mogen heb hebt heeft hebben had ik u je jij hij zij ze wij we jullie hen hun mij me mijn uw "
-        "zijn haar ons onze dit dat deze die daar hier wat wie waar wanneer waarom hoe niet geen ja nee "
-        "graag dank bedankt hallo ook al alleen heel te er nog wel even zo dus maar want omdat"
-    ),
-    "fr": _words(
-        "le la les un une des et ou mais si donc de du au aux en dans sur à par pour avec sans sous est "
-        "sont était étaient être été ai as a avons avez ont je tu il elle on nous vous ils elles me te se "
-        "moi toi lui leur leurs mon ma mes ton ta tes son sa ses notre nos votre vos ce cet cette ces ça "
-        "cela qui que quoi où quand comment pourquoi ne pas non oui merci bonjour aussi très plus peut "
-        "pouvez puis y l d c s qu n j"
-    ),
-    "it": _words(
-        "il lo la i gli le un uno una e o ma se quindi di del della dei degli delle a al alla ai agli "
-        "alle da dal dalla in nel nella su sul sulla per con tra fra è sono era erano essere stato ho hai "
-        "ha abbiamo avete hanno io tu lui lei noi voi loro mi ti si ci vi mio mia tuo tua suo sua nostro "
-        "vostro questo questa quello quella che chi cosa dove quando come perché non no sì grazie "
-        "buongiorno anche molto più può può l d c s un"
-    ),
-}
-_HOUR_WORDS = {
-    "nl": ("uur",),
-    "en": ("o", "clock", "pm", "am"),
-    "fr": ("heures", "heure", "h"),
-    "it": ("ore", "ora"),
-}
-_CLOCK = re.compile(r"\b(\d{1,2})[:.hu](\d{2})\b")
-_DIGITS = re.compile(r"\d+")
-_STEM = 5
-_READ_OUT_MIN = 4
-
-
-def _fold(tokens: list[str], language: str) -> list[str]:
-    stop = _STOPWORDS.get(language, _STOPWORDS["en"])
-    return [t for t in tokens if t not in stop]
-
-
-@lru_cache(maxsize=8)
-def _number_vocabulary(language: str) -> frozenset[str]:
-    """Every token num2words produces for 0..1000 and the years 2000..2100 in ``language``.
-
-    Used to recognise number words in claims (compound forms like "tweehonderdvierendertig" included).
-    """
-    words: set[str] = set()
-    for n in (*range(0, 1001), *range(2000, 2101)):
-        words.update(normalize_tokens(_say(n, language)))
-    words.difference_update(_STOPWORDS.get(language, frozenset()))
-    words.discard("and")
-    return frozenset(words)
-
-
-@lru_cache(maxsize=4096)
-def _say(n: int, language: str) -> str:
-    try:
-        return num2words(n, lang=language)
-    except (NotImplementedError, OverflowError, ValueError):
-        return num2words(n, lang="en")
-
-
-def _number_forms(text: str, language: str) -> tuple[set[str], set[str]]:
-    """Spoken forms of the numbers written with digits in ``text``: (whole numbers and hours, digit-wise).
-
-    Digit-wise forms (each digit alone, and pairs) only support claims that read a number out digit by digit,
-    like a phone number; otherwise every phone number in the context would "support" any small number.
-    """
-    whole: set[str] = set()
-    digitwise: set[str] = set()
-    for match in _CLOCK.finditer(text):
-        hour, minute = int(match.group(1)), int(match.group(2))
-        for h in {hour, hour - 12 if hour > 12 else hour}:
-            whole.update(normalize_tokens(_say(h, language)))
-        if minute:
-            whole.update(normalize_tokens(_say(minute, language)))
-        whole.update(_HOUR_WORDS.get(language, ()))
-    for match in _DIGITS.finditer(text):
-        digits = match.group(0)
-        if len(digits) <= 6:
-            whole.update(normalize_tokens(_say(int(digits), language)))
-        for digit in digits:
-            digitwise.update(normalize_tokens(_say(int(digit), language)))
-        for i in range(0, len(digits) - 1, 2):
-            digitwise.update(normalize_tokens(_say(int(digits[i : i + 2]), language)))
-    return whole, digitwise
-
-
-@lru_cache(maxsize=2048)
-def _support_vocabulary(
-    texts: tuple[str, ...], language: str
-) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    """(tokens, 5-letter stems, digit-wise number words) of the support texts."""
-    tokens: set[str] = set()
-    digitwise: set[str] = set()
-    for text in texts:
-        tokens.update(normalize_tokens(text))
-        whole, digits = _number_forms(text, language)
-        tokens.update(whole)
-        digitwise.update(digits)
-    stems = frozenset(t[:_STEM] for t in tokens if len(t) >= _STEM)
-    return frozenset(tokens), stems, frozenset(digitwise)
-
-
-@lru_cache(maxsize=8)
-def _segmenter(language: str) -> pysbd.Segmenter:
-    try:
-        return pysbd.Segmenter(language=language, clean=False)
-    except ValueError:
-        return pysbd.Segmenter(language="en", clean=False)
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*)$")
+_FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.DOTALL)
+_MARKUP = re.compile(r"\*\*|__|`|^\s*[-*+•]\s+|^\s*\d+[.)]\s+|^\s*>\s*")
+_CLAUSE = re.compile(
+    r"\s*[;:]\s+|,\s+(?=(?:and|but|or|en|maar|of|et|mais|ou|e|ma|o|oppure|while|terwijl)\b)|,\s+(?=[A-ZÀ-Ý])|"
+    r"\s+(?:and|en|et|e|but|maar|mais|ma)\s+(?=\S+\s+(?:\S+\s+)?(?:is|are|zijn|is|est|sont|e|sono|kost|costs?|"
+    r"coute|costa)\b)|,\s+"
+)
 
 
 def split_claims(answer: str, language: str) -> list[str]:
-    """The answer's sentences (pysbd, per line) — each one a claim."""
-    claims: list[str] = []
-    for line in answer.splitlines():
-        if line.strip():
-            claims.extend(s.strip() for s in _segmenter(language).segment(line) if s.strip())
-    return claims
+    """The answer's sentences (abbreviation-aware, per line) — each one a claim."""
+    return split_sentences(answer, language)
+
+
+def _is_claim(sentence: str) -> bool:
+    stripped = sentence.strip()
+    if stripped.endswith("?") or is_courtesy(stripped):
+        return False
+    return not decline_evidence(stripped)
+
+
+@dataclass(frozen=True)
+class _Unit:
+    text: str
+    support: Support
+
+
+_CONTEXT_CLAUSE = re.compile(r"\s*[,;]\s+|\s+(?:and|en|et|e)\s+(?=(?:de|het|la|le|il|the|op|on|au|al)\b)")
+
+
+def _entity_types(ids: frozenset[str]) -> set[str]:
+    return {i.split(":", 1)[0] for i in ids if not i.startswith("w:")}
+
+
+def _sentence_units(prefix: str, sentence: str, language: str) -> list[_Unit]:
+    """The sentence as one unit, or — when two or more of its clauses each say numbers about their own entity
+    of the same kind ("De cardiologie is op verdieping 1, de neurologie op verdieping 2"; "Monday to Friday
+    08:00 – 19:30, weekends 10:00 – 18:00") — one unit per clause, so a claim cannot take the number of one
+    clause and the entity of another. A clause inherits the entities and names of the sentence's first
+    clauses that it does not replace ("Campus Centrum, …, weekends 10:00 – 18:00" stays about Campus Centrum).
+    """
+
+    def unit(text: str, extra: frozenset[str] = frozenset()) -> _Unit:
+        full = f"{prefix} — {text}" if prefix else text
+        support = Support(full, language)
+        if extra:
+            support.concepts = support.concepts | extra
+        return _Unit(full, support)
+
+    clauses = [c for c in _CONTEXT_CLAUSE.split(sentence) if c and c.strip()]
+    if len(clauses) < 2:
+        return [unit(sentence)]
+    tagged = [(c, concepts(c), Statement(c, language)) for c in clauses]
+
+    numbered = [t for t in tagged if t[2].numbers and _entity_types(t[1])]
+    shared = any(_entity_types(a[1]) & _entity_types(b[1]) for i, a in enumerate(numbered) for b in numbered[i + 1 :])
+    if len(numbered) < 2 or not shared:
+        return [unit(sentence)]
+    first_entities = frozenset(e for t in tagged[:1] for e in t[1] if not e.startswith("w:"))
+    first_names = next((" ".join(t[2].names) for t in tagged if t[2].names), "")
+    units = []
+    for clause, ids, statement in tagged:
+        own = _entity_types(ids)
+        inherited = frozenset(e for e in first_entities if e.split(":", 1)[0] not in own)
+        names = "" if statement.names or not first_names else f"{first_names} "
+        units.append(unit(names + clause, inherited))
+    return units
+
+
+@lru_cache(maxsize=512)
+def _units(texts: tuple[str, ...], language: str) -> tuple[_Unit, ...]:
+    """One unit per line / table row / sentence of every passage, with its heading path in front."""
+    units: list[_Unit] = []
+    for passage in texts:
+        passage = _FRONT_MATTER.sub("", passage)
+        headings: list[str] = []
+        for line in passage.splitlines():
+            if not line.strip():
+                continue
+            heading = _HEADING.match(line)
+            if heading:
+                level = len(heading.group(1))
+                headings = headings[: level - 1] + [heading.group(2).strip()]
+                units.append(_Unit(" — ".join(headings), Support(" — ".join(headings), language)))
+                continue
+            if re.fullmatch(r"\s*\|?[\s:|-]+\|?\s*", line):
+                continue  # a table separator row
+            clean = _MARKUP.sub("", line).replace("|", " · ").strip(" ·")
+            pieces = split_sentences(clean, language) if not line.lstrip().startswith("|") else [clean]
+            prefix = " — ".join(headings)
+            for piece in pieces or [clean]:
+                units.extend(_sentence_units(prefix, piece, language))
+    return tuple(units)
+
+
+@lru_cache(maxsize=512)
+def _whole(texts: tuple[str, ...], language: str) -> Support:
+    return Support("\n".join(_FRONT_MATTER.sub("", t) for t in texts), language)
 
 
 class OfflineFaithfulnessChecker:
-    """Deterministic claim-overlap faithfulness (see the module docstring)."""
+    """Deterministic claim check against context units (see the module docstring)."""
 
     name = OFFLINE_JUDGE_NAME
 
-    def __init__(self, min_coverage: float = 0.6):
+    def __init__(self, min_coverage: float = 0.5):
         self.min_coverage = min_coverage
 
-    def _covered(self, token: str, tokens: frozenset[str], stems: frozenset[str]) -> bool:
-        return token in tokens or (len(token) >= _STEM and token[:_STEM] in stems)
-
-    def claim_supported(
-        self,
-        claim: str,
-        tokens: frozenset[str],
-        stems: frozenset[str],
-        language: str,
-        digitwise: frozenset[str] = frozenset(),
-    ) -> bool | None:
-        """True/False for a checkable claim; None when the claim has no content words."""
-        content = _fold(normalize_tokens(claim), language)
-        if not content:
-            return None
-        numbers_vocab = _number_vocabulary(language)
-        numbers = [t for t in content if t.isdigit() or t in numbers_vocab]
-        words = [t for t in content if not (t.isdigit() or t in numbers_vocab)]
-        read_out = len(numbers) >= _READ_OUT_MIN  # a number read digit by digit (phone, postcode)
-        if not all(t in tokens or (read_out and t in digitwise) for t in numbers):
+    def _statement_supported(self, statement: Statement, units: tuple[_Unit, ...], whole: Support,
+                             extra_entities: frozenset[str] = frozenset()) -> bool:
+        coverage = whole.check(statement)
+        if coverage.words_total and coverage.coverage < self.min_coverage:
             return False
-        if not words:
+        binding = bool(statement.numbers or statement.entities or statement.names or extra_entities)
+        best: tuple[int, bool] | None = None  # (words found, polarity agrees) of the best candidate unit
+        for unit in units:
+            match = unit.support.check(statement)
+            if binding and (match.numbers_missing or match.entities_missing or match.names_missing
+                            or (extra_entities and not extra_entities & unit.support.concepts)):
+                continue
+            candidate = (match.words_found, match.polarity_ok)
+            if best is None or candidate > best:
+                best = candidate
+        if best is None:
+            return False
+        words_found, polarity_ok = best
+        # numbers bind a statement to its unit by themselves; entity-only statements also need a shared word
+        # ("Bloemen zijn toegelaten op intensieve zorg" is about the flowers line, not any ICU line)
+        needs_words = bool(statement.words) and not statement.numbers
+        return polarity_ok and (words_found > 0 or not needs_words)
+
+    def claim_supported(self, claim: str, units: tuple[_Unit, ...], whole: Support, language: str) -> bool:
+        statement = Statement(claim, language)
+        if self._statement_supported(statement, units, whole):
             return True
-        covered = sum(1 for t in words if self._covered(t, tokens, stems))
-        return covered / len(words) >= self.min_coverage
+        clauses = [c.strip(" ,.;:") for c in _CLAUSE.split(claim) if c and c.strip(" ,.;:")]
+        if len(clauses) < 2:
+            return False
+        topic = frozenset(e for e in concepts(claim) if e.startswith(("dept:", "who:")))
+        for clause in clauses:
+            sub = Statement(clause, language)
+            if not (sub.numbers or sub.entities or sub.names or sub.words):
+                continue
+            extra = frozenset(e for e in topic if e not in sub.entities)
+            if not self._statement_supported(sub, units, whole, extra):
+                return False
+        return True
 
     def evaluate(
         self, *, question: str, answer: str, context: list[str], key_facts: list[str], language: str
     ) -> FaithfulnessResult:
-        tokens, stems, digitwise = _support_vocabulary(tuple(context) + tuple(key_facts), language)
-        verdicts = [
-            (claim, self.claim_supported(claim, tokens, stems, language, digitwise))
-            for claim in split_claims(answer, language)
-        ]
-        checked = [(c, v) for c, v in verdicts if v is not None]
-        unsupported = [c for c, v in checked if not v]
+        texts = tuple(c for c in (*context, *key_facts) if c and c.strip())
+        units = _units(texts, language)
+        whole = _whole(texts, language)
+        checked: list[tuple[str, bool]] = []
+        for claim in split_claims(answer, language):
+            if not _is_claim(claim):
+                continue
+            statement = Statement(claim, language)
+            if not (statement.numbers or statement.entities or statement.names or statement.words):
+                continue
+            checked.append((claim, self.claim_supported(claim, units, whole, language)))
+        unsupported = [c for c, ok in checked if not ok]
         n = len(checked)
         score = (n - len(unsupported)) / n if n else None
         reason = (
             "no checkable claims"
             if not n
-            else f"{n - len(unsupported)} of {n} claims supported by the retrieved context or key facts"
+            else f"{n - len(unsupported)} of {n} claims supported by the context or key facts"
         )
         return FaithfulnessResult(
             judge=self.name,
@@ -252,6 +273,26 @@ class OfflineFaithfulnessChecker:
             n_supported=n - len(unsupported),
             unsupported_claims=unsupported,
             reason=reason,
+        )
+
+
+class OfflineCorrectness:
+    """Share of the key facts stated (``bench.checks.facts``)."""
+
+    name = OFFLINE_CORRECTNESS_NAME
+
+    def evaluate(self, *, question: str, answer: str, key_facts: list[str], language: str) -> CorrectnessResult:
+        if not key_facts:
+            return CorrectnessResult(judge=self.name, score=None, n_facts=0, n_stated=0, reason="no key facts")
+        verdict = key_facts_stated(key_facts, answer, language)
+        n_stated = sum(verdict.stated)
+        return CorrectnessResult(
+            judge=self.name,
+            score=n_stated / len(key_facts),
+            n_facts=len(key_facts),
+            n_stated=n_stated,
+            missing=verdict.missing,
+            reason="; ".join(verdict.reasons) or f"all {len(key_facts)} key facts stated",
         )
 
 
@@ -363,13 +404,57 @@ class DeepEvalFaithfulness:
         )
 
 
-def judge_from_env(environ: dict[str, str] | None = None) -> FaithfulnessJudge:
-    """The DeepEval judge when BENCH_JUDGE_BASE_URL and BENCH_JUDGE_MODEL are set, else the offline checker.
+class DeepEvalCorrectness:
+    """DeepEval ``GEval`` correctness (answer vs key facts) with an OpenAI-compatible judge."""
 
-    The API key comes from BENCH_JUDGE_API_KEY (a placeholder is sent to keyless local servers); it is never
-    logged or stored — only the model and host appear in reports.
-    """
-    env = os.environ if environ is None else environ
+    CRITERIA_STEPS = [
+        "List the facts in the expected output (key facts a correct phone answer must state).",
+        "For each fact, check whether the actual output states it; numbers may be written in digits or spoken "
+        "words, times in any phrasing (e.g. 'half negen' is 08:30), phone numbers digit by digit.",
+        "A fact with a different number, day, place, department or patient group, or with its negation "
+        "reversed, is not stated.",
+        "Score by the share of facts stated; any contradiction of a fact lowers the score heavily.",
+    ]
+
+    def __init__(self, base_url: str, model: str, api_key: str, *, threshold: float = 0.5, timeout_s: float = 60.0):
+        host = urlparse(base_url).netloc or base_url
+        self.name = f"deepeval-geval-correctness ({model} @ {host})"
+        self.threshold = threshold
+        self._llm = _make_judge_llm(base_url, model, api_key, timeout_s)
+
+    def evaluate(self, *, question: str, answer: str, key_facts: list[str], language: str) -> CorrectnessResult:
+        if not key_facts:
+            return CorrectnessResult(judge=self.name, score=None, n_facts=0, n_stated=0, reason="no key facts")
+        from deepeval.metrics import GEval
+        from deepeval.test_case import LLMTestCase, SingleTurnParams
+
+        metric = GEval(
+            name="Correctness",
+            evaluation_params=[
+                SingleTurnParams.INPUT,
+                SingleTurnParams.ACTUAL_OUTPUT,
+                SingleTurnParams.EXPECTED_OUTPUT,
+            ],
+            evaluation_steps=self.CRITERIA_STEPS,
+            model=self._llm,
+            threshold=self.threshold,
+            async_mode=False,
+        )
+        metric.measure(
+            LLMTestCase(input=question, actual_output=answer, expected_output="\n".join(key_facts)),
+            _show_indicator=False,
+        )
+        score = float(metric.score) if metric.score is not None else None
+        return CorrectnessResult(
+            judge=self.name,
+            score=score,
+            n_facts=len(key_facts),
+            n_stated=round((score or 0.0) * len(key_facts)),
+            reason=str(metric.reason or ""),
+        )
+
+
+def _judge_settings(env: Any) -> tuple[str, str, str] | None:
     base_url, model = env.get(ENV_BASE_URL, "").strip(), env.get(ENV_MODEL, "").strip()
     if bool(base_url) != bool(model):
         missing = ENV_MODEL if base_url else ENV_BASE_URL
@@ -378,5 +463,21 @@ def judge_from_env(environ: dict[str, str] | None = None) -> FaithfulnessJudge:
             f"(or unset both {ENV_BASE_URL} and {ENV_MODEL} for the offline checker)"
         )
     if base_url and model:
-        return DeepEvalFaithfulness(base_url, model, env.get(ENV_API_KEY, "").strip() or "not-needed")
-    return OfflineFaithfulnessChecker()
+        return base_url, model, env.get(ENV_API_KEY, "").strip() or "not-needed"
+    return None
+
+
+def correctness_judge_from_env(environ: dict[str, str] | None = None) -> CorrectnessJudge:
+    """DeepEval GEval correctness when the judge variables are set, else the offline key-facts checker."""
+    settings = _judge_settings(os.environ if environ is None else environ)
+    return DeepEvalCorrectness(*settings) if settings else OfflineCorrectness()
+
+
+def judge_from_env(environ: dict[str, str] | None = None) -> FaithfulnessJudge:
+    """The DeepEval judge when BENCH_JUDGE_BASE_URL and BENCH_JUDGE_MODEL are set, else the offline checker.
+
+    The API key comes from BENCH_JUDGE_API_KEY (a placeholder is sent to keyless local servers); it is never
+    logged or stored — only the model and host appear in reports.
+    """
+    settings = _judge_settings(os.environ if environ is None else environ)
+    return DeepEvalFaithfulness(*settings) if settings else OfflineFaithfulnessChecker()

@@ -21,8 +21,11 @@ import pytest
 
 from bench.errors import ConfigError
 from bench.faithfulness import (
+    OFFLINE_CORRECTNESS_NAME,
     OFFLINE_JUDGE_NAME,
+    OfflineCorrectness,
     OfflineFaithfulnessChecker,
+    correctness_judge_from_env,
     judge_from_env,
     split_claims,
 )
@@ -75,6 +78,64 @@ def test_claims_are_split_per_language() -> None:
         "U kunt ook bellen!",
     ]
     assert len(split_claims("Premier point.\nSecond point ici.", "fr")) == 2
+
+
+# -- the failure kinds of the old word-coverage checker (issue 8) ------------------------------------------
+
+CONTEXT_NL = [
+    "# Parkeren\n## Campus Centrum – parkeergarage P1\nDe parkeergarage P1 heeft een ingang aan de Kloosterstraat.\n\n"
+    "| Duur | Tarief |\n|---|---|\n| Eerste 30 minuten | gratis |\n| Per begonnen uur | € 2,50 |\n"
+    "| Maximum per dag | € 12 |\n\n## Campus Heide – parking P2\n"
+    "Openluchtparking: **€ 1,50 per uur**, maximaal **€ 8 per dag**. Dialysepatiënten parkeren gratis.\n",
+    "# Bezoekuren\nElke dag van 14:00 tot 20:00. Kinderen onder 12 jaar zijn welkom onder begeleiding.\n"
+    "Intensieve zorg: 15:00 tot 15:30 en 19:00 tot 19:30, enkel familie.\n"
+    "De raadpleging cardiologie start om 08:30 op maandag.\n"
+    "De cardiologie is op verdieping 1, de neurologie op verdieping 2.\n"
+    "Bloemen zijn niet toegelaten op intensieve zorg.",
+]
+ICU = "Op intensieve zorg is bezoek van vijftien uur tot vijftien uur dertig en van negentien uur tot "
+FAITH_CASES = [
+    ("Op campus Heide kost parkeren anderhalve euro per uur.", True),
+    ("Op campus Heide kost parkeren twee euro vijftig per uur.", False),  # swapped campus
+    ("Op campus Centrum kost parkeren twee euro vijftig per uur, maximaal twaalf euro per dag.", True),
+    ("Op campus Centrum kost parkeren twee euro vijftig per uur, maximaal vijftien euro per dag.", False),
+    ("Dialysepatiënten parkeren gratis op campus Heide.", True),
+    ("Bezoekers parkeren gratis op campus Heide.", False),  # swapped patient group
+    ("Bloemen zijn toegelaten op intensieve zorg.", False),  # negation dropped
+    ("Op intensieve zorg mag u geen bloemen meebrengen.", True),  # negation paraphrased
+    ("De raadpleging cardiologie begint om half negen op maandag.", True),  # Flemish time
+    ("De raadpleging cardiologie begint om half negen op dinsdag.", False),  # swapped day
+    ("De raadpleging cardiologie begint om half tien op maandag.", False),
+    ("De cardiologie vindt u op de eerste verdieping.", True),
+    ("De cardiologie vindt u op de tweede verdieping.", False),  # the neurology floor
+    ("U kunt elke dag op bezoek tussen twee en acht uur.", True),  # paraphrase
+    (ICU + "negentien uur dertig.", True),
+    (ICU + "twintig uur dertig.", False),  # one wrong number among four
+    ("Kinderen onder twaalf jaar zijn welkom als ze begeleid worden.", True),
+    ("Kinderen onder zestien jaar zijn welkom als ze begeleid worden.", False),
+    ("Ik kan u geen medisch advies geven.", None),
+    ("Graag gedaan, nog een fijne dag!", None),
+]
+
+
+@pytest.mark.parametrize(("answer", "expected"), FAITH_CASES)
+def test_offline_checker_failure_kinds(answer: str, expected: bool | None) -> None:
+    """Negation, swapped campus/day/department/patient group, a wrong number among four, Flemish time,
+    paraphrase; declines and courtesies are not claims (no score)."""
+    result = OfflineFaithfulnessChecker().evaluate(question="q", answer=answer, context=CONTEXT_NL, key_facts=[],
+                                                   language="nl")
+    got = None if result.score is None else result.score == 1.0
+    assert got is expected, result
+
+
+def test_offline_correctness_against_key_facts() -> None:
+    judge = correctness_judge_from_env({})
+    assert isinstance(judge, OfflineCorrectness) and judge.name == OFFLINE_CORRECTNESS_NAME
+    result = judge.evaluate(question="Wat kost parkeren?", answer="Parkeren kost twee euro vijftig per uur.",
+                            key_facts=["2.50 euro per hour", "maximum 12 euro per day"], language="nl")
+    assert (result.score, result.n_facts, result.n_stated) == (0.5, 2, 1)
+    assert result.missing == ["maximum 12 euro per day"] and result.judge == OFFLINE_CORRECTNESS_NAME
+    assert judge.evaluate(question="q", answer="a", key_facts=[], language="nl").score is None
 
 
 def test_judge_from_env() -> None:
@@ -136,6 +197,8 @@ class _StubJudge(BaseHTTPRequestHandler):
         return match.group(1).strip() if match else ""
 
     def _answer(self, prompt: str) -> dict:
+        if "Evaluation Steps" in prompt:  # DeepEval GEval (correctness): 2 of the key facts → 7 of 10
+            return {"reason": "The answer states the price but not the daily maximum.", "score": 7}
         if "Contradictions" in prompt and '"reason"' in prompt:
             return {"reason": "The score is as computed because one claim contradicts the context."}
         if "indicate whether EACH claim contradicts" in prompt:
@@ -245,3 +308,18 @@ def test_summaries_name_the_deepeval_judge(
     faithfulness = summary.system("inhouse").faithfulness
     assert summary.judge == judge.name == faithfulness.judge
     assert faithfulness.n >= 1 and faithfulness.mean == pytest.approx(1.0) and faithfulness.errors == 0
+
+
+def test_geval_correctness_wiring_against_a_loopback_judge(
+    stub_judge: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    judge = correctness_judge_from_env({"BENCH_JUDGE_BASE_URL": stub_judge, "BENCH_JUDGE_MODEL": "judge-model"})
+    assert judge.name.startswith("deepeval-geval-correctness (judge-model @ 127.0.0.1:")
+    result = judge.evaluate(question="Wat kost parkeren?", answer="Parkeren kost twee euro vijftig per uur.",
+                            key_facts=["2.50 euro per hour", "maximum 12 euro per day"], language="nl")
+    assert result.judge == judge.name and result.score == pytest.approx(0.7)
+    assert "daily maximum" in result.reason
+    prompts = [r["prompt"] for r in _StubJudge.requests]
+    assert any("maximum 12 euro per day" in p and "Parkeren kost" in p for p in prompts)
+    assert os.environ["DEEPEVAL_TELEMETRY_OPT_OUT"] == "1"

@@ -1,0 +1,83 @@
+# ruff: noqa: E501  (a table of test sentences, one case per line)
+"""Key facts stated, number-aware per language: digits = spoken words, times, prices, phone numbers read digit by
+digit; tolerant of wording, strict on wrong numbers, days, places, patient groups and negation."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.checks.facts import key_facts_stated
+from bench.checks.numbers import mentions
+
+CASES = [
+ (['first 30 minutes free', '2.50 euro per hour', 'maximum 12 euro per day'], 'Parkeren kost twee euro vijftig per uur, de eerste dertig minuten zijn gratis, maximaal twaalf euro per dag.', 'nl', True),
+ (['first 30 minutes free', '2.50 euro per hour'], 'Parkeren kost twee euro per uur.', 'nl', False),
+ (['every day 14:00 to 20:00', 'maximum 2 visitors at a time'], 'Bezoek kan elke dag van twee tot acht, met maximaal twee bezoekers tegelijk.', 'nl', True),
+ (['every day 14:00 to 20:00'], 'Bezoek kan elke dag van drie tot acht.', 'nl', False),
+ (['015 40 51 00', '112 when life-threatening'], 'Spoed: nul één vijf, vier nul, vijf één, nul nul. Bij levensgevaar belt u één één twee.', 'nl', True),
+ (['015 40 51 00'], 'Spoed: nul één vijf, vier nul, vijf één, nul één.', 'nl', False),
+ (['X-rays on Saturday 09:00 to 12:00'], 'Op zaterdag kunt u voor een RX-foto terecht van negen tot twaalf uur.', 'nl', True),
+ (['X-rays on Saturday 09:00 to 12:00'], 'Op zondag kunt u voor een RX-foto terecht van negen tot twaalf uur.', 'nl', False),
+ (['Monday to Friday 08:00 to 18:00'], 'Het dagziekenhuis is open op weekdagen van acht tot zes.', 'nl', True),
+ (['Campus Heide, ground floor, route 210'], 'De dialyse is op Campus Heide, gelijkvloers, route tweehonderdtien.', 'nl', True),
+ (['Campus Heide, ground floor, route 210'], 'De dialyse is op Campus Centrum, gelijkvloers, route tweehonderdtien.', 'nl', False),
+ (['no appointment needed for an X-ray'], 'Voor een RX-foto heeft u geen afspraak nodig.', 'nl', True),
+ (['CT only by appointment'], 'Een CT-scan kan alleen op afspraak.', 'nl', True),
+ (['CT only by appointment'], 'Voor een CT-scan heeft u geen afspraak nodig.', 'nl', False),
+ (['open 24 hours a day, 7 days a week'], 'De spoed is dag en nacht open.', 'nl', True),
+ (['partner may visit from 08:00 to 21:00'], 'De partner mag komen van acht uur tot negen uur \'s avonds.', 'nl', True),
+ (['partner may visit from 08:00 to 21:00'], 'Kinderen mogen komen van acht uur tot negen uur \'s avonds.', 'nl', False),
+ (['De raadpleging begint om half negen'], 'De raadpleging start om 8u30.', 'nl', True),
+ (['De raadpleging begint om 08:30'], 'De raadpleging start om half negen.', 'nl', True),
+ (['De raadpleging begint om 08:30'], 'De raadpleging start om half tien.', 'nl', False),
+ (['Parking is free for dialysis patients'], 'Dialysis patients do not pay for parking.', 'en', True),
+ (['Parking is free for dialysis patients'], 'Parking is not free for dialysis patients.', 'en', False),
+ (['Visiting hours are from 2 pm to 8 pm'], 'You can visit from fourteen hundred to twenty hundred.', 'en', False),
+ (['Visiting hours are from 2 pm to 8 pm'], 'You can visit between two and eight in the afternoon and evening.', 'en', True),
+ (['Le parking coûte 2,50 euros par heure'], 'Le parking coûte deux euros cinquante de l’heure.', 'fr', True),
+ (['Le parking coûte 2,50 euros par heure'], 'Le parking coûte trois euros cinquante de l’heure.', 'fr', False),
+ (['identity card', 'medication in the original packaging with a list'], 'Breng uw identiteitskaart mee en uw medicatie in de originele verpakking, met een lijst.', 'nl', True),
+ (['network AZSA-Gast', 'no password needed'], 'Het wifi-netwerk heet AZSA-Gast en u heeft geen wachtwoord nodig.', 'nl', True),
+ (['network AZSA-Gast', 'no password needed'], 'Het wifi-netwerk heet AZSA-Gast, het wachtwoord staat aan het onthaal.', 'nl', False),
+ (['1733'], 'Bel de huisartsenwachtpost op zeventien drieëndertig.', 'nl', True),
+ (['Stationsplein 3, 2890 Meerhoven'], 'Het adres is Stationsplein drie, twee acht negen nul Meerhoven.', 'nl', True),
+ (['l\'orario è dalle 8:30 alle 17:00'], 'Siamo aperti dalle otto e mezza alle cinque.', 'it', True),
+ (['bus lines 3 and 7, stop Sint-Aldegonde'], 'Neem bus drie of zeven tot aan de halte Sint-Aldegonde.', 'nl', True),
+ (['bus lines 3 and 7, stop Sint-Aldegonde'], 'Neem bus drie of acht tot aan de halte Sint-Aldegonde.', 'nl', False),
+]
+
+
+@pytest.mark.parametrize(("facts", "answer", "language", "expected"), CASES)
+def test_key_facts(facts: list[str], answer: str, language: str, expected: bool) -> None:
+    verdict = key_facts_stated(facts, answer, language)
+    assert verdict.all_stated is expected, verdict.reasons
+    assert len(verdict.stated) == len(facts)
+    assert (not verdict.missing) is expected
+
+
+def test_missing_facts_are_named_with_a_reason() -> None:
+    verdict = key_facts_stated(["2.50 euro per hour", "maximum 12 euro per day"], "Het kost 2 euro 50 per uur.", "nl")
+    assert verdict.stated == [True, False] and verdict.missing == ["maximum 12 euro per day"]
+    assert "12" in verdict.reasons[0]
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "key"),
+    [("om half negen", "nl", "t:510"), ("vijf over half negen", "nl", "t:515"), ("kwart voor tien", "nl", "t:585"),
+     ("acht uur dertig", "nl", "t:510"), ("8u30", "nl", "t:510"), ("half past eight", "en", "t:510"),
+     ("a quarter to six", "en", "t:345"), ("8 pm", "en", "t:480"), ("huit heures et demie", "fr", "t:510"),
+     ("neuf heures moins le quart", "fr", "t:525"), ("le otto e mezza", "it", "t:510"),
+     ("twee euro vijftig", "nl", "p:250"), ("deux euros cinquante", "fr", "p:250"), ("€ 2,50", "en", "p:250"),
+     ("due euro e cinquanta", "it", "p:250"), ("nul één vijf, vier nul, vijf één, nul nul", "nl", "s:015405100"),
+     ("zero one five, four zero, five one, zero zero", "en", "s:015405100"), ("+32 15 40 51 00", "en", "s:015405100"),
+     ("day and night", "en", "c:always"), ("24/7", "en", "c:always"), ("de tweede verdieping", "nl", "n:2"),
+     ("floor one", "en", "n:1")],
+)
+def test_number_forms(text: str, language: str, key: str) -> None:
+    assert any(key in m.keys for m in mentions(text, language)), [sorted(m.keys) for m in mentions(text, language)]
+
+
+def test_isolated_articles_are_not_numbers() -> None:
+    assert mentions("een afspraak bij een arts", "nl") == ()
+    assert [sorted(m.keys) for m in mentions("binnen een uur", "nl")] == [["n:1", "t:60"]]
+    assert mentions("one moment please", "en") == ()
