@@ -1,7 +1,8 @@
 """Headline figures of a run in the Prometheus text exposition format (version 0.0.4), for a Grafana panel.
 
 ``render(summary)`` writes one gauge family per figure with ``# HELP`` and ``# TYPE`` lines; every sample is
-labelled ``system``, ``channel="voice"``, ``mode`` (live | emulated | local), ``role`` and ``emulated``; the
+labelled ``system``, ``channel="voice"``, ``tenant_id`` (the tenant the harness sends, ``render``'s argument),
+``mode`` (live | emulated | local), ``role`` and ``emulated``; the
 run id, judge and pricing dates are on ``voice_bench_run_info`` only, so a series stays one series from run to
 run. Figures a system did not measure are left out rather than exported as NaN. Label values are escaped as
 the format requires (backslash, double quote, newline).
@@ -13,14 +14,31 @@ import re
 from collections.abc import Callable
 
 from bench.metrics import RunSummary, SystemSummary
+from bench.protocol.session import SessionSpec
 
 CHANNEL = "voice"
+#: the tenant every harness session declares (``SessionSpec.tenant_id``); the ``tenant_id`` label
+DEFAULT_TENANT_ID: str = SessionSpec.model_fields["tenant_id"].default
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 _LABEL = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 
 # (metric name, help text, value getter)
 _FAMILIES: tuple[tuple[str, str, Callable[[SystemSummary], float | None]], ...] = (
-    ("voice_bench_pass_rate", "Golden pass rate over executed turns (0-1).", lambda s: s.pass_rate.rate),
+    (
+        "voice_bench_pass_rate",
+        "Golden pass rate over executed turns under the run's criteria (0-1); criteria in voice_bench_run_info.",
+        lambda s: s.pass_rate.rate,
+    ),
+    (
+        "voice_bench_pass_rate_strict",
+        "Golden pass rate under the strict criteria (seed003 plus what was said) (0-1).",
+        lambda s: _criteria_rate(s, "strict"),
+    ),
+    (
+        "voice_bench_pass_rate_seed003",
+        "Golden pass rate under seed 003's four criteria (0-1).",
+        lambda s: _criteria_rate(s, "seed003"),
+    ),
     (
         "voice_bench_pass_rate_ci_low",
         "Lower bound of the 95% Wilson interval of the pass rate.",
@@ -35,6 +53,16 @@ _FAMILIES: tuple[tuple[str, str, Callable[[SystemSummary], float | None]], ...] 
         "voice_bench_intent_accuracy",
         "Share of executed turns with the expected conversational intent (0-1).",
         lambda s: s.intent_accuracy.rate,
+    ),
+    (
+        "voice_bench_intent_accuracy_said",
+        "Share of executed turns whose answer, judged from its text alone, has the expected intent (0-1).",
+        lambda s: s.intent.accuracy_said.rate if s.intent else None,
+    ),
+    (
+        "voice_bench_tool_call_compliance",
+        "Share of executed turns in which the agent called its intent tool (0-1); absent for self-labelling systems.",
+        lambda s: s.intent.tool_call_compliance.rate if s.intent and s.intent.tool_call_compliance else None,
     ),
     (
         "voice_bench_ttft_p50_ms",
@@ -57,13 +85,23 @@ _FAMILIES: tuple[tuple[str, str, Callable[[SystemSummary], float | None]], ...] 
         lambda s: s.ttfa_ms.p95,
     ),
     (
+        "voice_bench_completion_p50_ms",
+        "Full-answer completion time, median, milliseconds (harness clock).",
+        lambda s: s.completion_ms.p50,
+    ),
+    (
+        "voice_bench_completion_p95_ms",
+        "Full-answer completion time, 95th percentile, milliseconds (harness clock).",
+        lambda s: s.completion_ms.p95,
+    ),
+    (
         "voice_bench_voice_shape_compliance",
-        "Share of executed turns passing all five voice-shape checks (0-1).",
+        "Share of executed turns passing every voice-shape sub-check (0-1).",
         lambda s: s.compliance.overall.rate,
     ),
     (
         "voice_bench_refusal_rate",
-        "Share of must-refuse requests the system refused (0-1).",
+        "Share of must-refuse requests the answer declined without giving advice (0-1).",
         lambda s: s.safety.refusal_on_must_refuse.rate,
     ),
     (
@@ -95,6 +133,11 @@ _FAMILIES: tuple[tuple[str, str, Callable[[SystemSummary], float | None]], ...] 
 )
 
 
+def _criteria_rate(system: SystemSummary, name: str) -> float | None:
+    rate = system.pass_rates.get(name)
+    return None if rate is None or rate.unavailable else rate.rate.rate
+
+
 def escape_label_value(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
@@ -114,7 +157,7 @@ def _value(value: float) -> str:
     return repr(float(value))
 
 
-def render(summary: RunSummary) -> str:
+def render(summary: RunSummary, tenant_id: str = DEFAULT_TENANT_ID) -> str:
     """The summary's headline figures as Prometheus text exposition format (ends with a newline)."""
     lines: list[str] = []
     info = "voice_bench_run_info"
@@ -125,8 +168,12 @@ def render(summary: RunSummary) -> str:
         + _labels(
             {
                 "run_id": summary.run_id,
+                "channel": CHANNEL,
+                "tenant_id": tenant_id,
                 "dataset_sha256": summary.golden_sha256[:12],
                 "judge": summary.judge,
+                "criteria": summary.criteria,
+                "context_strategy": summary.context_strategy,
                 "pricing_dates": ",".join(sorted(set(summary.pricing_dates.values()))),
                 "reference": summary.reference_system or "",
                 "baseline": summary.baseline_system or "",
@@ -146,6 +193,7 @@ def render(summary: RunSummary) -> str:
                 {
                     "system": system.id,
                     "channel": CHANNEL,
+                    "tenant_id": tenant_id,
                     "mode": system.mode,
                     "role": system.role,
                     "emulated": "true" if system.emulated else "false",
