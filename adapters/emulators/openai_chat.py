@@ -31,20 +31,49 @@ send stamps under ``<conversation_id>:<response number>``). Each answer is one a
 ``disconnect`` (connection dropped mid-stream), ``malformed`` (a broken ``data:`` line), ``stall`` (the
 stream stops sending for ``faults.stall_s``). ``GET /v1/models`` is served for clients that prewarm.
 
+The speech endpoints the LiveKit baseline's audio path uses (``livekit.plugins.openai.STT`` / ``TTS``):
+
+* ``POST /v1/audio/transcriptions`` (multipart: ``file`` (WAV), ``model``, ``language``, ``response_format``
+  ``json`` | ``text`` | ``verbose_json``, …): an emulator has no recognizer, so the transcript is the next
+  utterance the engine queued for the conversation (``conversation.utterances.popleft()``; an empty string
+  when none is queued), after the profile's first-token delay; ``usage`` is the duration of the uploaded audio.
+* ``POST /v1/audio/speech`` (JSON: ``input``, ``model``, ``voice``, ``response_format`` ``pcm`` | ``wav``,
+  ``speed``, ``stream_format`` ``sse`` | ``audio``): the kit tone (``bench.audio.pcm.tone_pcm16``, 24 kHz mono)
+  for as long as the text would take to say (``speech_duration_ms`` / ``speed``), paced by the kit speaker
+  (first audio after the profile's first-token + first-audio delays, send stamps in ``stamps.first_audio``
+  under ``<conversation_id>:<response number>``); ``sse`` streams ``speech.audio.delta`` events (base64
+  ``audio``) and one ``speech.audio.done``, ``audio`` streams the bytes (``audio/pcm`` / ``audio/wav``). The
+  emulator has no audio encoder: ``mp3``, ``opus``, ``aac`` and ``flac`` are refused with a 400.
+
+Both are keyed to the conversation by the ``/c/<token>`` prefix, like the chat endpoint. Faults: one kit
+pick per agent response, as for the answer — a transcription belongs to the response it leads to (the
+conversation's next one, not counted yet), a speech request to the response it speaks (the last answer) — and
+each request whose stage is in ``fault_stages`` applies its response's fault before sending anything:
+``rate_limit`` (429), ``error_event`` (500 ``server_error``), ``disconnect`` (connection dropped),
+``malformed`` (a 200 whose body the client cannot read: broken JSON for a transcription, an SSE stream with
+no decodable event / a WAV with a broken header for speech), ``stall`` (no answer for ``faults.stall_s``).
+In audio the transcription is the first request of a response, so by default a response's fault lands there.
+Every reply is logged in ``requests`` with its send stamp (``time.monotonic()`` after the last write).
+
 Emulator options (``options.emulator`` besides the kit settings; unknown keys are refused):
-``fault_after_chunks`` (content chunks sent before an in-stream fault).
+``fault_after_chunks`` (content chunks sent before an in-stream fault), ``fault_stages`` (the request kinds
+that apply a response's fault: ``transcription``, ``answer``, ``speech``; default all three).
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import io
 import json
 import re
 import secrets
+import time
 import uuid
+import wave
 import weakref
-from typing import Any
+from typing import Any, Literal
 
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -66,16 +95,30 @@ from adapters.custom_llm.wire import (
 )
 from adapters.emulators._kit.answerer import Answerer, BrainAnswer, BrainRequest, HistoryTurn
 from adapters.emulators._kit.control import ControlPlane, Conversation, split_conversation_path
-from adapters.emulators._kit.running import EmulatorSettings, RunningEmulator, SendStamps
-from adapters.emulators._kit.speaker import plan_speech, speak
+from adapters.emulators._kit.faults import FaultKey
+from adapters.emulators._kit.running import EmulatorSettings, LatencyProfile, RunningEmulator, SendStamps
+from adapters.emulators._kit.speaker import (
+    SAMPLE_RATE,
+    SpeechPlan,
+    chunk_audio,
+    plan_speech,
+    speak,
+    speech_duration_ms,
+)
 from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.prompts import passages_from_instructions
+from bench.audio.pcm import mono_wav, tone_pcm16
 
 KNOWLEDGE_TOOL = "lookup_knowledge_base"
 MODEL_ID = "emulated-generic"
 NO_ANSWER = "I'm sorry, I could not find that information."
 #: where the passages start in a system prompt built by ``adapters.prompts``
 _RULE = re.compile(r"^\s*-{3,}\s*$", re.MULTILINE)
+Stage = Literal["transcription", "answer", "speech"]
+STAGES: tuple[Stage, ...] = ("transcription", "answer", "speech")
+#: what ``/v1/audio/speech`` can return (the emulator has no audio encoder)
+SPEECH_FORMATS = {"pcm": "audio/pcm", "wav": "audio/wav"}
+TRANSCRIPTION_FORMATS = ("json", "text", "verbose_json")
 
 
 class OpenAiChatOptions(BaseModel):
@@ -84,15 +127,19 @@ class OpenAiChatOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     fault_after_chunks: int = Field(default=2, ge=0, description="content chunks sent before an in-stream fault")
+    fault_stages: list[Stage] = Field(default_factory=lambda: list(STAGES), min_length=1,
+                                      description="the request kinds that apply a response's fault")
 
 
 class RequestLog(BaseModel):
-    """What the emulator did with one request: conversation, stage, response number and the chunk labels."""
+    """What the emulator did with one request: conversation, stage, response number, the labels of what it sent
+    and the send stamp (``time.monotonic()`` after its last write)."""
 
     conversation_id: str
     stage: str
     response: int | None = None
     labels: list[str] = Field(default_factory=list)
+    sent_at: float | None = None
 
 
 class OpenAiChatEmulator(RunningEmulator):
@@ -221,7 +268,15 @@ class _Handler:
                 {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "voice-agent-bench"}]})
         if request.method == "POST" and path in ("/v1/chat/completions", "/chat/completions"):
             return await self.chat(request, conversation)
+        if request.method == "POST" and path in ("/v1/audio/transcriptions", "/audio/transcriptions"):
+            return await self.transcribe(request, conversation)
+        if request.method == "POST" and path in ("/v1/audio/speech", "/audio/speech"):
+            return await self.speech(request, conversation)
         return _error(404, f"Invalid URL ({request.method} {path})", "invalid_request_error")
+
+    def fault_for(self, stage: Stage, key: FaultKey) -> str | None:
+        """The fault of ``key``'s response, if ``stage`` applies faults."""
+        return self.settings.faults.pick(key) if stage in self.options.fault_stages else None
 
     async def chat(self, request: web.Request, conversation: Conversation) -> web.StreamResponse:
         try:
@@ -276,7 +331,7 @@ class _Handler:
     async def answer(self, request: web.Request, body: ChatCompletionRequest, conversation: Conversation,
                      answer: BrainAnswer) -> web.StreamResponse:
         key = conversation.next_fault_key()
-        fault = self.settings.faults.pick(key)
+        fault = self.fault_for("answer", key)
         log = RequestLog(conversation_id=conversation.conversation_id, stage="answer", response=key.response)
         self.requests.append(log)
         text = answer.text or NO_ANSWER
@@ -345,10 +400,185 @@ class _Handler:
         return response
 
 
+    # -- speech ------------------------------------------------------------------------------------------
+    async def transcribe(self, request: web.Request, conversation: Conversation) -> web.StreamResponse:
+        """``/v1/audio/transcriptions``: the next queued utterance as the transcript of the uploaded WAV."""
+        try:
+            form = TranscriptionForm.read(await request.post())
+        except (ValueError, ValidationError) as exc:
+            return _error(400, f"invalid transcription request: {exc}", "invalid_request_error")
+        except Exception as exc:  # a body that is not multipart at all
+            return _error(400, f"invalid transcription request: {type(exc).__name__}: {exc}",
+                          "invalid_request_error")
+        key = _upcoming_fault_key(conversation)
+        log = RequestLog(conversation_id=conversation.conversation_id, stage="transcription", response=key.response)
+        self.requests.append(log)
+        fault = self.fault_for("transcription", key)
+        profile = self.settings.latency
+        delay = profile.sample_first_token_ms(profile.rng(f"{conversation.conversation_id}:{key.response}:stt"))
+        await asyncio.sleep(delay / 1000.0)
+        if fault is not None:
+            return await self._fail_whole(request, log, fault, broken=b'{"text": "')
+        text = conversation.utterances.popleft() if conversation.utterances else ""
+        log.labels.append("transcript" if text else "transcript:empty")
+        if form.response_format == "text":
+            response: web.Response = web.Response(text=text, content_type="text/plain")
+        elif form.response_format == "verbose_json":
+            response = web.json_response({"task": "transcribe", "language": form.language or "english",
+                                          "duration": form.duration_s, "text": text, "segments": [],
+                                          "usage": {"type": "duration", "seconds": form.duration_s}})
+        else:
+            response = web.json_response({"text": text, "usage": {"type": "duration", "seconds": form.duration_s}})
+        await response.prepare(request)
+        await response.write_eof()
+        log.sent_at = time.monotonic()
+        return response
+
+    async def speech(self, request: web.Request, conversation: Conversation) -> web.StreamResponse:
+        """``/v1/audio/speech``: the kit tone for as long as the text takes to say, paced by the kit speaker."""
+        try:
+            body = SpeechRequest.model_validate(await request.json())
+        except (ValidationError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(400, f"invalid speech request: {exc}", "invalid_request_error")
+        if body.response_format not in SPEECH_FORMATS:
+            return _error(400, f"response_format {body.response_format!r} is not supported by the emulator (it has "
+                          f"no audio encoder): use one of {sorted(SPEECH_FORMATS)}", "invalid_request_error",
+                          "unsupported_response_format")
+        key = FaultKey(run_id=conversation.run_id, system_id=conversation.system_id,
+                       conversation_id=conversation.conversation_id, response=max(1, conversation.responses),
+                       attempt=conversation.attempt)
+        log = RequestLog(conversation_id=conversation.conversation_id, stage="speech", response=key.response)
+        self.requests.append(log)
+        fault = self.fault_for("speech", key)
+        if fault == "malformed":
+            return await self._malformed_speech(request, log, body)
+        if fault is not None:
+            return await self._fail_whole(request, log, fault, broken=b"")
+        sse = body.stream_format == "sse"
+        response = web.StreamResponse(status=200, headers={
+            "Content-Type": "text/event-stream" if sse else SPEECH_FORMATS[body.response_format],
+            "Cache-Control": "no-cache", "x-request-id": f"req_{uuid.uuid4().hex[:24]}"})
+        await response.prepare(request)
+        stamp_key = f"{conversation.conversation_id}:{key.response}"
+        plan = _speech_plan(body, self.settings.latency, f"{stamp_key}:tts:{len(self.requests)}")
+        if body.response_format == "wav":  # the header first, with the length of the whole tone
+            total = sum(len(chunk) for _, chunk in plan.audio)
+            header = mono_wav(b"\x00" * total, SAMPLE_RATE)[:-total or None]
+            plan.audio[0] = (plan.audio[0][0], header + plan.audio[0][1])
+        send = _sender(response, log)
+
+        async def send_audio(chunk: bytes) -> None:
+            if sse:
+                event = {"type": "speech.audio.delta", "audio": base64.b64encode(chunk).decode("ascii")}
+                await send(f"data: {json.dumps(event)}\n\n".encode(), "speech.audio.delta")
+            else:
+                await send(chunk, "audio")
+
+        await speak(plan, send_text=None, send_audio=send_audio, stamps=self.stamps, stamp_key=stamp_key)
+        if sse:
+            await send(f"data: {json.dumps({'type': 'speech.audio.done'})}\n\n".encode(), "speech.audio.done")
+        await response.write_eof()
+        log.sent_at = time.monotonic()
+        return response
+
+    async def _fail_whole(self, request: web.Request, log: RequestLog, fault: str,
+                          broken: bytes) -> web.StreamResponse:
+        """A response-level fault of a non-streamed request (transcription, speech)."""
+        log.labels.append(f"fault:{fault}")
+        if fault == "rate_limit":
+            log.labels[-1] = "http_429"
+            return _error(429, "Rate limit reached for requests (emulated).", "requests", "rate_limit_exceeded",
+                          headers=retry_after_headers(self.settings.faults.retry_after_s))
+        if fault == "error_event":
+            return _error(500, "The server had an error while processing your request (emulated).", "server_error")
+        if fault == "disconnect":
+            if request.transport is not None:
+                request.transport.abort()
+            return web.Response(status=500)
+        if fault == "stall":
+            await asyncio.sleep(self.settings.faults.stall_s)
+            return _error(500, "The server stalled (emulated).", "server_error")
+        return web.Response(status=200, body=broken, content_type="application/json")
+
+    async def _malformed_speech(self, request: web.Request, log: RequestLog,
+                                body: SpeechRequest) -> web.StreamResponse:
+        """A 200 carrying no audio the client can decode: SSE lines that are not JSON events, or a WAV whose
+        header is broken."""
+        log.labels.append("fault:malformed")
+        sse = body.stream_format == "sse"
+        content_type = "text/event-stream" if sse else SPEECH_FORMATS[body.response_format]
+        response = web.StreamResponse(status=200, headers={"Content-Type": content_type})
+        await response.prepare(request)
+        if sse:
+            await response.write(b'data: {"type": "speech.audio.delta", "audio": \n\n')
+        elif body.response_format == "wav":
+            await response.write(b"RIFX\x00\x00\x00\x00WAVEjunk")
+        else:  # raw pcm has no structure to break: an odd number of bytes and nothing else
+            await response.write(b"\x01")
+        await response.write_eof()
+        log.sent_at = time.monotonic()
+        return response
+
+
+class TranscriptionForm(BaseModel):
+    """The fields of a ``/v1/audio/transcriptions`` upload the emulator reads."""
+
+    model: str = Field(min_length=1)
+    language: str | None = None
+    response_format: Literal["json", "text", "verbose_json"] = "json"
+    duration_s: float = Field(ge=0)
+
+    @classmethod
+    def read(cls, form: Any) -> TranscriptionForm:
+        upload = form.get("file")
+        if upload is None or not hasattr(upload, "file"):
+            raise ValueError("file: a WAV upload is required")
+        try:
+            with wave.open(io.BytesIO(upload.file.read())) as wav:
+                duration = wav.getnframes() / float(wav.getframerate() or 1)
+        except (wave.Error, EOFError) as exc:
+            raise ValueError(f"file: not a WAV file the emulator can read ({exc})") from None
+        return cls(model=str(form.get("model") or ""), language=form.get("language") or None,
+                   response_format=form.get("response_format") or "json", duration_s=round(duration, 3))
+
+
+class SpeechRequest(BaseModel):
+    """``POST /v1/audio/speech`` (``openai.types.audio.speech_create_params``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    input: str = Field(min_length=1, max_length=4096)
+    model: str = Field(min_length=1)
+    voice: str | dict[str, Any]
+    instructions: str | None = None
+    response_format: str = "mp3"
+    speed: float = Field(default=1.0, ge=0.25, le=4.0)
+    stream_format: Literal["sse", "audio"] = "audio"
+
+
+def _upcoming_fault_key(conversation: Conversation) -> FaultKey:
+    """The key of the response a transcription leads to (the conversation's next one, not counted yet)."""
+    return FaultKey(run_id=conversation.run_id, system_id=conversation.system_id,
+                    conversation_id=conversation.conversation_id, response=conversation.responses + 1,
+                    attempt=conversation.attempt)
+
+
+def _speech_plan(body: SpeechRequest, profile: LatencyProfile, key: str) -> SpeechPlan:
+    """The kit speaker's schedule for ``body.input`` with the tone as long as the text takes to say at
+    ``body.speed``."""
+    plan = plan_speech(body.input, profile, key, text_tokens=False)
+    start = plan.audio[0][0] if plan.audio else 0.0
+    step = profile.audio_chunk_ms / 1000.0 * profile.audio_pacing
+    chunks = chunk_audio(tone_pcm16(int(speech_duration_ms(body.input) / body.speed)), profile.audio_chunk_ms)
+    plan.audio = [(start + i * step, chunk) for i, chunk in enumerate(chunks)]
+    return plan
+
+
 def _sender(response: web.StreamResponse, log: RequestLog) -> Any:
     async def send(frame: bytes, label: str) -> None:
         await response.write(frame)
         log.labels.append(label)
+        log.sent_at = time.monotonic()
 
     return send
 

@@ -5,9 +5,12 @@ gets from the LiveKit cookbook in an afternoon: a generic instruction, a ``looku
 returning the top-k BM25 passages verbatim, no voice shaping, no intent routing, no refusal logic. Passages the
 engine hands the session (``SessionSpec.context``) are appended to the instructions, as a team would paste them.
 
-One agent serves one conversation (one ``AgentSession``); the session swaps in a new ``ResponseObserver`` before
-each turn. ``llm_node`` is wrapped only to observe the LLM stream (text deltas, tool calls, usage) as chunks
-arrive; nothing is changed on the way through. (No ``from __future__ import annotations`` here: LiveKit reads
+One agent serves one conversation (one ``AgentSession``). Each response (one framework ``SpeechHandle``: the
+reply to a text turn or to a user turn the VAD ended) has its own ``ResponseObserver``: the session sets
+``observer_for(handle)``, which the agent asks with the speech handle its ``llm_node`` / tool runs under (the
+framework's context variable; ``RunContext.speech_handle`` in the tool), falling back to ``observer``.
+``llm_node`` is wrapped only to observe the LLM stream (text deltas, tool calls, usage) as chunks arrive;
+nothing is changed on the way through. (No ``from __future__ import annotations`` here: LiveKit reads
 the tool's type hints at runtime, and the hint types are local to the function that builds the class.)
 """
 
@@ -33,7 +36,7 @@ def instructions_with_passages(instructions: str, passages: list[str]) -> str:
 class ResponseObserver:
     """Collects what the agent does for one response, emitting normalized events (tagged with the response id)."""
 
-    def __init__(self, emit: Callable[[Any], None], response_id: str):
+    def __init__(self, emit: Callable[[Any], None], response_id: str | None):
         self._emit = emit
         self.response_id = response_id
         self.prompt_tokens = 0
@@ -92,6 +95,17 @@ def _agent_class() -> type:
             self._kb = knowledge_base
             self._top_k = top_k
             self.observer: ResponseObserver | None = None
+            #: the observer of the response a speech handle belongs to (set by the session)
+            self.observer_for: Callable[[Any], ResponseObserver | None] | None = None
+
+        def current_observer(self, handle: Any = None) -> ResponseObserver | None:
+            if handle is None:
+                handle = _current_speech_handle()
+            if handle is not None and self.observer_for is not None:
+                found = self.observer_for(handle)
+                if found is not None:
+                    return found
+            return self.observer
 
         @function_tool
         async def lookup_knowledge_base(self, context: RunContext, query: str) -> str:
@@ -102,19 +116,31 @@ def _agent_class() -> type:
             """
             passages = [p.document.body for p in self._kb.search(query, k=self._top_k)]
             output = PASSAGE_SEPARATOR.join(passages) if passages else "No matching passages."
-            if self.observer is not None:
-                self.observer.on_tool_result(context.function_call.call_id, output, passages)
+            observer = self.current_observer(getattr(context, "speech_handle", None))
+            if observer is not None:
+                observer.on_tool_result(context.function_call.call_id, output, passages)
             return output
 
         async def llm_node(
             self, chat_ctx: ChatContext, tools: list[llm.Tool], model_settings: ModelSettings
         ) -> AsyncIterable[llm.ChatChunk | str]:
+            observer = self.current_observer()
             async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
-                if self.observer is not None:
-                    self.observer.on_chunk(chunk)
+                if observer is not None:
+                    observer.on_chunk(chunk)
                 yield chunk
 
     return BaselineAgent
+
+
+def _current_speech_handle() -> Any:
+    """The framework's speech handle the running task belongs to (its ``agents_speech_handle`` context variable;
+    not public API, so a missing one means "unknown", never a failure)."""
+    try:
+        from livekit.agents.voice.agent_activity import _SpeechHandleContextVar
+    except ImportError:
+        return None
+    return _SpeechHandleContextVar.get(None)
 
 
 def _history_context(history: list[HistoryMessage]) -> Any:

@@ -1,7 +1,13 @@
-"""LiveKit baseline: one real AgentSession (text mode) per conversation with the OpenAI plugin, against the
-openai-chat emulator the engine starts; the official openai client against the same emulator; the recorded
-sequence; a 3-turn conversation on one session; context in the instructions; faults → error codes; options and
-credentials; a canary key that never reaches an event; the live check."""
+"""LiveKit baseline: one real AgentSession per conversation with the OpenAI plugins, against the openai-chat
+emulator the engine starts.
+
+Text: the official openai client against the same emulator; the recorded sequence; a 3-turn conversation on one
+session; context in the instructions; faults → error codes; options and credentials; a canary key that never
+reaches an event; the live check. Audio (the VAD + STT + LLM + TTS path, no LiveKit room): espeak-ng speech
+through the engine's ``audio_exchange``, the silero VAD ends the turn, the queued utterance reaches the LLM, the
+answer comes back as paced audio; 3 audio turns on one AgentSession; the caller barging in; ``interrupt()``;
+faults at the transcription, answer and speech requests → the kit's error codes; capabilities as configured.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,8 @@ import asyncio
 import json
 import logging
 import os
+import shutil
+import time
 from pathlib import Path
 
 import openai
@@ -17,17 +25,25 @@ from aiohttp import web
 
 from adapters.custom_llm.http import serve
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
+from adapters.livekit_baseline import adapter as adapter_module
 from adapters.livekit_baseline.adapter import LiveKitBaselineAdapter, classify_error, create
+from bench.audio.pcm import silence, split_frames
+from bench.audio.recorder import DuplexRecorder
+from bench.audio.speech import SpeechSynthesizer
 from bench.config import SystemConfig
+from bench.engine.clock import EventTap, now
+from bench.engine.conversation import Exchange, audio_exchange, fold, hang_up, text_exchange
 from bench.engine.launch import LaunchedSystem, launch
 from bench.engine.registry import create_adapter
 from bench.errors import ConfigError, MissingCredential, MissingExtra
 from bench.protocol import (
     AdapterError,
+    AudioDelta,
     ContextUpdate,
     ErrorCode,
     ErrorEvent,
     HistoryMessage,
+    Interrupted,
     ResponseDone,
     SessionSpec,
 )
@@ -74,8 +90,9 @@ def system(mode: str = "emulated", **options) -> SystemConfig:
     return SystemConfig(id="baseline", adapter="livekit_baseline", mode=mode, role="baseline", options=options)
 
 
-async def launched_baseline(answerer: FakeAnswerer | None = None, **emulator) -> LaunchedSystem:
-    config = system(emulator={"latency": FAST, **emulator})
+async def launched_baseline(answerer: FakeAnswerer | None = None, options: dict | None = None,
+                            latency: dict | None = None, **emulator) -> LaunchedSystem:
+    config = system(emulator={"latency": latency or FAST, **emulator}, **(options or {}))
     launched = await launch(config, create_adapter(config), answerer=answerer or FakeAnswerer())
     await launched.start()
     return launched
@@ -396,11 +413,298 @@ def test_missing_livekit_names_the_extra(monkeypatch):
     assert "voice-agent-bench[livekit]" in str(caught.value)
 
 
-def test_capabilities_describe_a_text_only_multi_turn_tool_using_system():
-    adapter: LiveKitBaselineAdapter = create(system())
-    capabilities = adapter.capabilities
+def test_capabilities_as_configured():
+    audio_capable = adapter_module.module_installed(adapter_module.VAD_MODULE)
+    default: LiveKitBaselineAdapter = create(system())
+    capabilities = default.capabilities
     assert capabilities.text_input and capabilities.tool_events and capabilities.usage and capabilities.multi_turn
-    assert not capabilities.audio_input and not capabilities.audio_output and not capabilities.interruption
+    assert [capabilities.audio_input, capabilities.audio_output, capabilities.server_vad,
+            capabilities.interruption] == [audio_capable] * 4
+    text_only = create(system(audio=False)).capabilities
+    assert text_only.text_input and text_only.tool_events and text_only.multi_turn
+    assert not (text_only.audio_input or text_only.audio_output or text_only.server_vad or text_only.interruption)
+
+
+def test_the_audio_path_without_the_vad_plugin(monkeypatch):
+    monkeypatch.setattr(adapter_module, "module_installed", lambda module: module != adapter_module.VAD_MODULE)
+    with pytest.raises(ConfigError) as caught:
+        create(system(audio=True))
+    assert "options.audio" in str(caught.value) and "livekit-plugins-silero" in str(caught.value)
+    unset = create(system())
+    assert not unset.capabilities.audio_input and not unset.capabilities.interruption, \
+        "without the VAD the adapter cannot do audio, so it must not say it can"
+
+
+async def test_a_text_only_session_refuses_audio_and_interruption():
+    launched = await launched_baseline(answerer=FakeAnswerer(), options={"audio": False})
+    try:
+        session = await launched.adapter.open_session(spec_for(launched, input_mode="audio"))
+        try:
+            assert not session.capabilities.audio_input and not session.capabilities.interruption
+            for call in (session.push_audio(silence(20)), session.end_input(), session.interrupt()):
+                with pytest.raises(AdapterError) as caught:
+                    await call
+                assert caught.value.code == ErrorCode.UNSUPPORTED
+        finally:
+            await session.aclose()
+    finally:
+        await launched.close()
+
+
+async def test_a_text_turn_can_be_interrupted():
+    # tokens 30 ms apart: the story streams for seconds, so the interruption lands in the middle of it
+    baseline = await launched_baseline(answerer=FakeAnswerer(), latency={**FAST, "token_interval_ms": 30})
+    if not baseline.adapter.capabilities.interruption:
+        await baseline.close()
+        pytest.skip("livekit-plugins-silero is not installed: the baseline is text-only")
+    session = await baseline.adapter.open_session(spec_for(baseline))
+    events = []
+    try:
+        assert session.capabilities.interruption and not session.capabilities.audio_output
+        await session.send_text("Please tell me a long story.")
+        async with asyncio.timeout(TIMEOUT_S):
+            async for event in session.events():
+                events.append(event)
+                if event.type == "text_delta" and not any(e.type == "interrupted" for e in events):
+                    await session.interrupt()
+                if isinstance(event, ResponseDone | ErrorEvent):
+                    break
+    finally:
+        await session.aclose()
+        await baseline.close()
+    interrupted = next(e for e in events if isinstance(e, Interrupted))
+    assert interrupted.played_ms is None, "a text response plays no audio"
+    done = events[-1]
+    assert isinstance(done, ResponseDone) and done.status == "interrupted" and done.response_id == "r1"
+    long_story = " ".join(["Once upon a time there was a hospital with a very long corridor."] * 20)
+    assert len(done.final_text) < len(long_story), "the answer was cut short"
+
+
+# --------------------------------------------------------------------------- audio
+
+STORY = "Please tell me a long story."
+
+
+@pytest.fixture(scope="module")
+def speech(tmp_path_factory) -> SpeechSynthesizer:
+    pytest.importorskip("livekit.plugins.silero", reason="the audio path needs livekit-plugins-silero")
+    if shutil.which("espeak-ng") is None:
+        pytest.skip("espeak-ng is not installed: no caller speech to send")
+    return SpeechSynthesizer(tmp_path_factory.mktemp("speech"))
+
+
+class AudioConversation:
+    """One audio conversation through the engine: the adapter's session, an event tap, and exchanges."""
+
+    def __init__(self, launched: LaunchedSystem, speech: SpeechSynthesizer, conversation_id: str = "a1"):
+        self.launched = launched
+        self.speech = speech
+        self.spec = spec_for(launched, conversation_id, input_mode="audio", idle_timeout_s=10.0)
+        self.stamped: list = []
+
+    async def __aenter__(self) -> AudioConversation:
+        self.session = await self.launched.adapter.open_session(self.spec)
+        self.tap = EventTap(self.session.events()).start()
+        return self
+
+    async def say(self, text: str) -> Exchange:
+        self.launched.expect_utterance(self.spec, text)
+        recorder = DuplexRecorder(origin=now())
+        async with asyncio.timeout(TIMEOUT_S):
+            return await audio_exchange(self.session, self.tap, self.speech.pcm(text, "en"), recorder,
+                                        line_open=self.session.capabilities.server_vad)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await hang_up(self.session, self.tap)
+        self.stamped = list(self.tap.stamped)
+        self.launched.release(self.spec)
+
+
+class CallerLine:
+    """A phone line into the session: 20 ms frames, paced, silence unless the caller is saying something."""
+
+    def __init__(self, session):
+        self.session = session
+        self.frames: list[bytes] = []
+        self.task: asyncio.Task | None = None
+
+    def say(self, pcm: bytes) -> None:
+        self.frames.extend(split_frames(pcm, 20))
+
+    async def _run(self) -> None:
+        started, sent = time.monotonic(), 0
+        while True:
+            sent += 1
+            await asyncio.sleep(max(0.0, started + sent * 0.02 - time.monotonic()))
+            await self.session.push_audio(self.frames.pop(0) if self.frames else silence(20))
+
+    def __enter__(self) -> CallerLine:
+        self.task = asyncio.ensure_future(self._run())
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.task is not None
+        self.task.cancel()
+
+
+def types_of(exchange: Exchange) -> list[str]:
+    return collapse([item.event.type for item in exchange.stamps])
+
+
+async def test_an_audio_turn_through_the_engine(speech, baseline, answerer):
+    async with AudioConversation(baseline, speech) as conversation:
+        capabilities = conversation.session.capabilities
+        assert capabilities.audio_input and capabilities.audio_output and capabilities.server_vad
+        exchange = await conversation.say(QUESTION)
+        queued = baseline.emulator.control.get(baseline._tokens[("a1", 0)]).utterances
+        assert not queued, "the transcription consumed the queued utterance"
+    record = fold(exchange)
+    # the framework's VAD heard the caller start and stop, the STT's transcript is the utterance the engine queued,
+    # and that utterance is what the model was asked
+    assert types_of(exchange)[:4] == ["session_ready", "user_speech_started", "user_speech_stopped", "transcript"]
+    assert types_of(exchange)[-5:] == ["agent_speech_started", "audio_delta", "agent_speech_stopped", "usage",
+                                       "response_done"]
+    transcript = next(item.event for item in exchange.stamps if item.event.type == "transcript")
+    assert transcript.role == "user" and transcript.text == QUESTION
+    assert answerer.requests[-1].utterance == QUESTION
+    done = exchange.stamps[-1].event
+    assert done.status == "completed" and done.final_text.startswith(f"You said: {QUESTION} Context: ")
+    assert record["answer"] == done.final_text
+    # the answer came back as audio: the emulator's tone, as long as the text takes to say, played in real time
+    audio = [item for item in exchange.stamps if isinstance(item.event, AudioDelta)]
+    played_s = sum(len(item.event.pcm16) for item in audio) / 2 / 24000
+    sentences = [r for r in baseline.emulator.requests if r.stage == "speech"]
+    assert played_s > 1.0 and sentences
+    assert audio[-1].t - audio[0].t >= played_s * 0.9 - 0.1, "the caller's speaker plays in real time"
+    assert record["ttfa_ms"] > 0 and record["caller_heard_ms"] is not None and record["caller_heard_ms"] > 0
+    usage = next(item.event for item in exchange.stamps if item.event.type == "usage")
+    assert usage.transcription_seconds and usage.transcription_seconds > 0.5
+    assert {"livekit_llm_node_ttft", "livekit_tts_node_ttfb"} <= set(usage.vendor_latency_ms)
+    stages = [r.stage for r in baseline.emulator.requests]
+    assert stages[:3] == ["transcription", "tool_call", "answer"] and set(stages[3:]) == {"speech"}
+    assert {r.conversation_id for r in baseline.emulator.requests} == {"a1"}
+
+
+async def test_three_audio_turns_on_one_agent_session(speech, baseline, answerer):
+    async with AudioConversation(baseline, speech) as conversation:
+        agent_session = conversation.session.agent_session
+        turns = [await conversation.say(text) for text in ("My name is Alice.", QUESTION, "What is my name?")]
+        assert conversation.session.agent_session is agent_session
+    dones = [turn.stamps[-1].event for turn in turns]
+    assert [d.response_id for d in dones] == ["r1", "r2", "r3"]
+    assert [d.status for d in dones] == ["completed"] * 3
+    assert dones[2].final_text == "Your name is Alice."
+    history = [(t.role, t.text) for t in answerer.requests[-1].history]
+    assert history[:2] == [("user", "My name is Alice."), ("assistant", "Nice to meet you, Alice.")]
+    assert [r.response for r in baseline.emulator.requests if r.stage == "transcription"] == [1, 2, 3]
+    assert all(fold(turn)["ttfa_ms"] > 0 for turn in turns)
+    seqs = [e.event.seq for e in conversation.stamped]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+async def read_until(tap: EventTap, predicate, seen: list) -> None:
+    async with asyncio.timeout(TIMEOUT_S):
+        while True:
+            item = await tap.next()
+            assert item is not None, f"the stream ended early: {[s.type for s in seen]}"
+            seen.append(item.event)
+            assert not (isinstance(item.event, ErrorEvent) and item.event.fatal), item.event.message
+            if predicate(item.event):
+                return
+
+
+async def test_the_caller_barging_in_interrupts_the_agent(speech, baseline, answerer):
+    async with AudioConversation(baseline, speech) as conversation:
+        session, tap, seen = conversation.session, conversation.tap, []
+        with CallerLine(session) as line:
+            baseline.expect_utterance(conversation.spec, STORY)
+            line.say(speech.pcm(STORY, "en"))
+            await read_until(tap, lambda e: isinstance(e, AudioDelta), seen)
+            await asyncio.sleep(0.5)  # the agent is half a second into its (20-sentence) story
+            baseline.expect_utterance(conversation.spec, "Stop. What is my name?")
+            line.say(speech.pcm("Stop. What is my name?", "en"))
+            await read_until(tap, lambda e: isinstance(e, ResponseDone), seen)
+            first = len(seen)
+            await read_until(tap, lambda e: isinstance(e, ResponseDone), seen)
+    story, answer = seen[:first], seen[first:]
+    interrupted = [e for e in story if isinstance(e, Interrupted)]
+    assert len(interrupted) == 1 and interrupted[0].by == "caller" and interrupted[0].response_id == "r1"
+    played_ms = sum(len(e.pcm16) for e in story if isinstance(e, AudioDelta)) / 2 / 24000 * 1000
+    assert interrupted[0].played_ms == pytest.approx(played_ms, abs=1.0), "played_ms is the audio the caller heard"
+    assert 0 < played_ms < 20_000, "cut off well before the end of the story"
+    assert story[-1].status == "interrupted" and story[-1].response_id == "r1"
+    # the framework heard the caller while the agent was speaking, and answered what the caller said
+    types = [e.type for e in story]
+    assert "user_speech_started" in types[types.index("audio_delta"):]
+    assert answer[-1].response_id == "r2" and answer[-1].status == "completed"
+    assert answerer.requests[-1].utterance == "Stop. What is my name?"
+
+
+async def test_interrupt_stops_the_agent_speech(speech, baseline):
+    async with AudioConversation(baseline, speech) as conversation:
+        session, tap, seen = conversation.session, conversation.tap, []
+        with CallerLine(session) as line:
+            baseline.expect_utterance(conversation.spec, STORY)
+            line.say(speech.pcm(STORY, "en"))
+            await read_until(tap, lambda e: isinstance(e, AudioDelta), seen)
+            await asyncio.sleep(0.3)
+            await session.interrupt()
+            await read_until(tap, lambda e: isinstance(e, ResponseDone), seen)
+    interrupted = next(e for e in seen if isinstance(e, Interrupted))
+    played_ms = sum(len(e.pcm16) for e in seen if isinstance(e, AudioDelta)) / 2 / 24000 * 1000
+    assert interrupted.played_ms == pytest.approx(played_ms, abs=1.0) and 0 < played_ms < 20_000
+    assert seen[-1].status == "interrupted"
+    assert [e.type for e in seen].index("agent_speech_stopped") < [e.type for e in seen].index("response_done")
+
+
+async def test_audio_true_answers_text_turns_with_speech():
+    pytest.importorskip("livekit.plugins.silero", reason="the audio path needs livekit-plugins-silero")
+    launched = await launched_baseline(answerer=FakeAnswerer(), options={"audio": True})
+    try:
+        session = await launched.adapter.open_session(spec_for(launched))
+        tap = EventTap(session.events()).start()
+        try:
+            assert session.capabilities.audio_output
+            async with asyncio.timeout(TIMEOUT_S):
+                exchange = await text_exchange(session, tap, QUESTION)
+        finally:
+            await hang_up(session, tap)
+    finally:
+        await launched.close()
+    record = fold(exchange)
+    assert record["ttft_ms"] is not None and record["ttfa_ms"] is not None and record["ttfa_ms"] > record["ttft_ms"]
+    assert exchange.stamps[-1].event.final_text.startswith(f"You said: {QUESTION}")
+
+
+AUDIO_FAULTS = [(kind, "transcription") for kind in FAULT_KINDS if kind != "stall"] + [
+    # the plugin's STT and TTS requests wait 30 s for an answer whatever the session's idle limit; a stalled
+    # answer stream hits the LLM's read timeout (the idle limit)
+    ("stall", "answer"),
+    ("error_event", "speech"),
+    ("malformed", "speech"),
+]
+
+
+@pytest.mark.parametrize(("kind", "stage"), AUDIO_FAULTS)
+async def test_audio_faults_end_the_exchange_with_their_error_code(speech, kind, stage):
+    launched = await launched_baseline(faults={"rate": 1.0, "kinds": [kind], "stall_s": 60},
+                                       fault_stages=[stage])
+    emulator = launched.emulator
+    try:
+        conversation = AudioConversation(launched, speech)
+        conversation.spec = spec_for(launched, "a1", input_mode="audio", idle_timeout_s=2.0)
+        with pytest.raises(AdapterError) as caught:
+            async with conversation:
+                await conversation.say(QUESTION)
+    finally:
+        await launched.close()
+    assert caught.value.code == EXPECTED_CODE[kind], str(caught.value)
+    faulted = [r for r in emulator.requests if any(label in ("http_429", f"fault:{kind}") for label in r.labels)]
+    assert faulted and faulted[0].stage == stage
+    events = [item.event for item in conversation.stamped]
+    assert not any(isinstance(e, ResponseDone) for e in events), "a failed response is never reported as done"
+    if kind == "rate_limit":
+        assert caught.value.retry_after_s == pytest.approx(0.05)
 
 
 # --------------------------------------------------------------------------- live

@@ -1,16 +1,22 @@
 """The openai-chat emulator driven by the official ``openai`` client: routing by the control plane, streamed tool
 calls, answers from the injected answerer (history from the messages, context from the tool results and the
-system prompt), the intent tool, usage, non-streamed completions, auth, and every fault kind per response."""
+system prompt), the intent tool, usage, non-streamed completions, auth, and every fault kind per response; the
+speech endpoints (transcriptions from the queued utterances, speech as the kit tone in pcm / wav, SSE or raw),
+their faults and the stages that apply a response's fault."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import io
 import json
 import subprocess
 import sys
+import wave
 
 import openai
 import pytest
+from openai.types.audio import Transcription
 from pydantic import ValidationError
 
 from adapters.custom_llm.wire import ChatCompletionRequest, parse_sse_data
@@ -18,6 +24,7 @@ from adapters.emulators._kit.answerer import BrainProfile
 from adapters.emulators._kit.control import ControlPlane
 from adapters.emulators._kit.faults import FaultKey, FaultPlan
 from adapters.emulators._kit.running import EmulatorSettings
+from adapters.emulators._kit.speaker import speech_duration_ms
 from adapters.emulators.openai_chat import (
     OpenAiChatEmulator,
     passages_in_prompt,
@@ -25,6 +32,7 @@ from adapters.emulators.openai_chat import (
     start,
 )
 from adapters.intent_tool import INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
+from bench.audio.pcm import mono_wav, tone_pcm16
 from tests.fakes.answerer import FakeAnswerer
 
 FAST = {"first_token_median_ms": 1, "first_token_sigma": 0, "token_interval_ms": 0, "first_audio_extra_ms": 0}
@@ -373,3 +381,163 @@ def test_sse_parser_and_request_model():
     request = ChatCompletionRequest.model_validate(
         {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}], "call": {"id": "c"}})
     assert request.last_user_text() == "hi" and request.call == {"id": "c"}
+
+
+# --------------------------------------------------------------------------- speech endpoints
+
+
+def conversation_client(running: OpenAiChatEmulator, conversation_id: str = "c-a", **kwargs):
+    conversation = running.control.register(run_id="run-1", system_id="baseline", conversation_id=conversation_id,
+                                             attempt=0, language="en")
+    return conversation, client(running, base_url=f"{running.endpoint(conversation.token).url}/v1", **kwargs)
+
+
+def wav_upload(ms: int = 500) -> tuple[str, bytes, str]:
+    return ("speech.wav", mono_wav(tone_pcm16(ms)), "audio/wav")
+
+
+async def test_transcriptions_return_the_queued_utterances_in_order(emulator):
+    conversation, oai = conversation_client(emulator)
+    emulator.control.expect_utterance(conversation.token, "first thing")
+    emulator.control.expect_utterance(conversation.token, "second thing")
+    first = await oai.audio.transcriptions.create(file=wav_upload(500), model="gpt-4o-mini-transcribe",
+                                                  language="en")
+    assert isinstance(first, Transcription) and first.text == "first thing"
+    assert first.usage.type == "duration" and first.usage.seconds == pytest.approx(0.5)
+    second = await oai.audio.transcriptions.create(file=wav_upload(250), model="whisper-1",
+                                                   response_format="verbose_json")
+    assert second.text == "second thing" and second.duration == pytest.approx(0.25)
+    empty = await oai.audio.transcriptions.create(file=wav_upload(), model="gpt-4o-mini-transcribe",
+                                                  response_format="text")
+    assert empty == "", "nothing queued: an emulator has no recognizer, so the transcript is empty"
+    assert not conversation.utterances
+    logged = [r for r in emulator.requests if r.stage == "transcription"]
+    assert [r.labels for r in logged] == [["transcript"], ["transcript"], ["transcript:empty"]]
+    assert {r.conversation_id for r in logged} == {"c-a"} and all(r.sent_at for r in logged)
+    assert [r.response for r in logged] == [1, 1, 1], "a transcription leads to the next response, not counted"
+    assert conversation.responses == 0
+
+
+async def test_a_transcription_of_something_that_is_not_a_wav_is_refused(emulator):
+    _, oai = conversation_client(emulator)
+    with pytest.raises(openai.BadRequestError) as caught:
+        await oai.audio.transcriptions.create(file=("x.wav", b"not a wav", "audio/wav"), model="whisper-1")
+    assert "WAV" in caught.value.message
+
+
+@pytest.mark.parametrize(("response_format", "stream_format"), [("pcm", "sse"), ("pcm", "audio"), ("wav", "sse"),
+                                                                ("wav", "audio")])
+async def test_speech_is_the_kit_tone_as_long_as_the_text_takes_to_say(emulator, response_format, stream_format):
+    conversation, oai = conversation_client(emulator)
+    text = "The visiting hours are from two to eight in the evening, every day."
+    audio = b""
+    async with oai.audio.speech.with_streaming_response.create(
+            input=text, model="gpt-4o-mini-tts", voice="ash", response_format=response_format,
+            stream_format=stream_format, speed=1.25) as response:
+        content_type = response.headers["content-type"]
+        if stream_format == "sse":
+            events = [json.loads(line[len("data: "):]) async for line in response.iter_lines()
+                      if line.startswith("data: ")]
+            assert [e["type"] for e in events[-1:]] == ["speech.audio.done"]
+            assert {e["type"] for e in events[:-1]} == {"speech.audio.delta"} and len(events) > 2
+            audio = b"".join(base64.b64decode(e["audio"]) for e in events[:-1])
+        else:
+            audio = await response.read()
+    assert content_type == ("text/event-stream" if stream_format == "sse" else f"audio/{response_format}")
+    if response_format == "wav":
+        with wave.open(io.BytesIO(audio)) as wav:
+            assert (wav.getframerate(), wav.getnchannels(), wav.getsampwidth()) == (24000, 1, 2)
+            pcm = wav.readframes(wav.getnframes())
+    else:
+        pcm = audio
+    expected = tone_pcm16(int(speech_duration_ms(text) / 1.25))
+    assert pcm == expected
+    logged = emulator.requests[-1]
+    assert logged.stage == "speech" and logged.conversation_id == "c-a" and logged.sent_at is not None
+    assert "c-a:1" in emulator.stamps.first_audio
+
+
+async def test_speech_formats_the_emulator_cannot_encode_are_refused(emulator):
+    _, oai = conversation_client(emulator)
+    with pytest.raises(openai.BadRequestError) as caught:
+        await oai.audio.speech.create(input="Hello.", model="gpt-4o-mini-tts", voice="ash")  # mp3 by default
+    assert "mp3" in caught.value.message and "pcm" in caught.value.message
+    with pytest.raises(openai.BadRequestError):
+        await oai.audio.speech.create(input="Hello.", model="gpt-4o-mini-tts", voice="ash", response_format="pcm",
+                                      speed=9.0)
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected"),
+    [
+        ("rate_limit", openai.RateLimitError),
+        ("error_event", openai.InternalServerError),
+        ("disconnect", openai.APIConnectionError),
+        ("malformed", json.JSONDecodeError),
+        ("stall", openai.APITimeoutError),
+    ],
+)
+async def test_transcription_faults_reach_the_official_client(kind, expected):
+    running = await start_emulator(faults=FaultPlan(rate=1.0, kinds=[kind], stall_s=60))
+    try:
+        conversation, oai = conversation_client(running, timeout=2.0 if kind == "stall" else TIMEOUT_S)
+        running.control.expect_utterance(conversation.token, "kept for the next try")
+        with pytest.raises(expected):
+            await oai.audio.transcriptions.create(file=wav_upload(), model="gpt-4o-mini-transcribe")
+        assert running.requests[-1].labels[-1] in (f"fault:{kind}", "http_429")
+        assert list(conversation.utterances) == ["kept for the next try"], "a failed request consumes nothing"
+    finally:
+        await running.close()
+
+
+async def test_speech_faults_and_the_stages_that_apply_them():
+    plan = FaultPlan(rate=1.0, kinds=["error_event"])
+    running = await start(EmulatorSettings(latency=FAST, faults=plan), control=ControlPlane(),
+                          answerer=FakeAnswerer(), options={"fault_stages": ["speech"]})
+    try:
+        conversation, oai = conversation_client(running)
+        running.control.expect_utterance(conversation.token, QUESTION)
+        heard = await oai.audio.transcriptions.create(file=wav_upload(), model="gpt-4o-mini-transcribe")
+        answer = await collect(await oai.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": heard.text}], stream=True))
+        assert content(answer) == f"You said: {QUESTION}", "only the speech stage applies faults here"
+        with pytest.raises(openai.InternalServerError):
+            await oai.audio.speech.create(input=content(answer), model="gpt-4o-mini-tts", voice="ash",
+                                          response_format="pcm")
+        assert [(r.stage, r.response) for r in running.requests] == [("transcription", 1), ("answer", 1),
+                                                                     ("speech", 1)]
+        assert running.requests[-1].labels == ["fault:error_event"]
+    finally:
+        await running.close()
+
+
+async def test_a_response_fault_is_one_pick_shared_by_its_transcription_answer_and_speech():
+    plan = FaultPlan(rate=0.5, kinds=["rate_limit"], seed=3)
+    running = await start_emulator(faults=plan)
+    try:
+        conversation, oai = conversation_client(running, "c-1")
+        failed: list[tuple[str, int]] = []
+        for response in range(1, 7):
+            for stage, call in (
+                ("transcription", lambda: oai.audio.transcriptions.create(file=wav_upload(), model="whisper-1")),
+                ("answer", lambda: oai.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": QUESTION}])),
+                ("speech", lambda: oai.audio.speech.create(input="Hi.", model="tts-1", voice="ash",
+                                                           response_format="pcm")),
+            ):
+                try:
+                    await call()
+                except openai.RateLimitError:
+                    failed.append((stage, response))
+        expected = [n for n in range(1, 7) if plan.pick(
+            FaultKey(run_id="run-1", system_id="baseline", conversation_id="c-1", response=n, attempt=0))]
+        assert 0 < len(expected) < 6
+        assert failed == [(stage, n) for n in expected for stage in ("transcription", "answer", "speech")]
+    finally:
+        await running.close()
+
+
+def test_unknown_fault_stages_are_refused():
+    with pytest.raises(ValidationError):
+        asyncio.run(start(EmulatorSettings(), control=ControlPlane(), answerer=FakeAnswerer(),
+                          options={"fault_stages": ["tts"]}))
