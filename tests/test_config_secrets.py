@@ -32,15 +32,17 @@ def test_literal_credentials_are_refused_with_file_entry_and_field(tmp_path, opt
 
 def test_references_resolve_and_are_redacted(monkeypatch):
     monkeypatch.setenv("MY_VENDOR_KEY", "resolved-secret-value-42")
-    system = SystemConfig(id="s", adapter="http", options={"headers": {"Authorization": "${MY_VENDOR_KEY}"}})
-    assert system.options["headers"]["Authorization"] == "${MY_VENDOR_KEY}"
+    system = SystemConfig(id="s", adapter="inhouse",
+                          options={"orchestrator_options": {"headers": {"Authorization": "${MY_VENDOR_KEY}"}}})
+    assert system.options["orchestrator_options"]["headers"]["Authorization"] == "${MY_VENDOR_KEY}"
     view = adapter_view(system)
-    assert view.options["headers"]["Authorization"] == "resolved-secret-value-42"
+    assert view.options["orchestrator_options"]["headers"]["Authorization"] == "resolved-secret-value-42"
     assert "resolved-secret-value-42" not in redact("echo: resolved-secret-value-42")
 
 
 def test_unset_reference_names_the_variable(monkeypatch):
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
-    system = SystemConfig(id="s", adapter="http", options={"api_key": "${NOT_SET_ANYWHERE}"})
+    system = SystemConfig(id="s", adapter="inhouse",
+                          options={"orchestrator_options": {"api_key": "${NOT_SET_ANYWHERE}"}})
     with pytest.raises(MissingCredential, match="NOT_SET_ANYWHERE"):
         adapter_view(system)

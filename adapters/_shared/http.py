@@ -34,7 +34,8 @@ def status_error(status: int, body: str, retry_after: str | None = None, *, cont
                  retry_after_ms: str | None = None) -> AdapterError:
     """The normalized error for an HTTP failure; the body is redacted and cut to 300 characters. A
     ``retry-after-ms`` header (finer than ``Retry-After``) wins when both are given."""
-    message = redact(f"{context}{': ' if context else ''}{body[:300]}")
+    prefix = f"{context}: " if context else ""
+    message = redact(prefix + body)[: len(prefix) + 300]  # redacted before it is cut: no piece of a key survives
     milliseconds = retry_after_seconds(retry_after_ms)
     wait = milliseconds / 1000.0 if milliseconds is not None else retry_after_seconds(retry_after)
     return AdapterError.from_status(status, message, wait)

@@ -44,7 +44,7 @@ def connect_error(exc: BaseException) -> AdapterError:
         try:
             message = json.loads(body)["error"]["message"]
         except (ValueError, KeyError, TypeError):
-            message = body[:200] or response.reason_phrase
+            message = redact(body)[:200] or response.reason_phrase
         return AdapterError.from_status(response.status_code, redact(f"upgrade rejected: {message}"),
                                         retry_after_seconds(response.headers.get("Retry-After")))
     if isinstance(exc, InvalidHandshake):

@@ -53,6 +53,6 @@ def client_error(message: wire.ClientError) -> AdapterError:
     kind = str(payload.get("error_type") or payload.get("type") or payload.get("code") or "unknown")
     text = str(payload.get("message") or payload.get("reason") or "")
     retry_after = payload.get("retry_after_s", payload.get("retry_after"))
-    return AdapterError(redact(f"client_error {kind}: {text}"[:300]), code=_error_code(kind),
+    return AdapterError(redact(f"client_error {kind}: {text}")[:300], code=_error_code(kind),
                         retry_after_s=retry_after_seconds(None if retry_after is None else str(retry_after)),
                         vendor_code=kind)

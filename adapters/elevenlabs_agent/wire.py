@@ -18,6 +18,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bench.protocol.redact import redact
+
 
 class WireModel(BaseModel):
     model_config = ConfigDict(extra="allow")
@@ -258,9 +260,9 @@ def _load(raw: str | bytes | dict[str, Any]) -> dict[str, Any]:
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise MalformedMessage(f"not JSON: {str(raw)[:80]!r}") from exc
+        raise MalformedMessage(f"not JSON: {redact(str(raw))[:80]!r}") from exc
     if not isinstance(data, dict):
-        raise MalformedMessage(f"not a JSON object: {str(raw)[:80]!r}")
+        raise MalformedMessage(f"not a JSON object: {redact(str(raw))[:80]!r}")
     return data
 
 
@@ -268,7 +270,7 @@ def parse_server_message(raw: str | bytes | dict[str, Any]) -> ServerMessage:
     data = _load(raw)
     kind = data.get("type")
     if not isinstance(kind, str):
-        raise MalformedMessage(f"message without a type: {str(raw)[:80]!r}")
+        raise MalformedMessage(f"message without a type: {redact(str(raw))[:80]!r}")
     model = SERVER_MESSAGES.get(kind, UnknownServerMessage)
     try:
         return model.model_validate(data)  # type: ignore[return-value]

@@ -140,7 +140,10 @@ class EvaluatorSession(WebSocketEndpointSession):
         self.watchdog.activity()
         data = _decode(message)
         kind, delta = data.get("type"), data.get("delta")
-        if data.get("response_id") in self._cut_ids:
+        if kind is not None and not isinstance(kind, str):
+            raise malformed("event 'type' is not a string")
+        response_id = data.get("response_id")
+        if isinstance(response_id, str) and response_id in self._cut_ids:
             return
         # hot path (every audio/text delta): the single field is checked here instead of by a pydantic validation
         if kind in wire.AUDIO_DELTA_TYPES and isinstance(delta, str):

@@ -244,9 +244,17 @@ BETA_NAMES: dict[str, str] = {
 }
 
 
+class _TypedEvent(BaseModel):
+    type: str | None = None
+
+
 def parse_server_event(data: dict[str, Any]) -> BaseModel | None:
-    """The model for a decoded server event, or None for event types we do not read (ignored)."""
-    model = SERVER_EVENTS.get(data.get("type"))  # type: ignore[arg-type]
+    """The model for a decoded server event, or None for event types we do not read (ignored); a ``type`` that
+    is not a string is a ``ValidationError`` like any other malformed event."""
+    kind = data.get("type")
+    if kind is not None and not isinstance(kind, str):
+        _TypedEvent.model_validate(data)  # raises: the type is not a string
+    model = SERVER_EVENTS.get(kind)  # type: ignore[arg-type]
     return model.model_validate(data) if model is not None else None
 
 

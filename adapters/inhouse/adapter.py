@@ -1,6 +1,16 @@
 """The in-house stack as a system under test: any orchestrator (``async query(request, user_id, tenant_id)``,
 ``bench.orchestrator``) loaded by dotted path, run in process (mode ``local``, no endpoint).
 
+Isolation: the orchestrator runs on its own event loop in its own (daemon) thread, one per adapter
+(``OrchestratorLoop``), never on the engine's loop. A stack that blocks (``time.sleep`` inside ``async def``, a
+synchronous client) therefore stalls only itself: the engine's loop keeps stamping other systems' events, the
+idle and turn timeouts still fire (the turn is recorded failed with its reason) and the run finishes; closing
+the adapter does not wait for a thread that is still blocked. Tokens cross to the engine's loop in bursts (one
+wake-up per burst, ``_Bridge``), where they are emitted and stamped like a vendor socket's frames; tokens that
+arrive in one burst become one text delta (they would carry the same stamp anyway). A CPU-bound
+pure-Python stack still shares the interpreter lock: it slows the engine's loop by at most the interpreter's
+switch interval per wake-up instead of freezing it.
+
 One ``InhouseSession`` per conversation keeps the conversation so far (``spec.history`` first, then every user
 turn and the answer to it) and passes it to the orchestrator as ``QueryRequest.history`` with each new question.
 Calling ``query`` is sending the user turn, so ``UserTurnSent`` comes just before the call; the orchestrator's
@@ -26,13 +36,18 @@ Options (unknown keys are refused): ``orchestrator`` (dotted path, default the r
 from __future__ import annotations
 
 import asyncio
+import collections
+import contextlib
+import threading
+import weakref
+from collections.abc import Coroutine
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.options import parse_options, require_local
 from bench.config import SystemConfig
-from bench.orchestrator import Orchestrator, QueryRequest, QueryResponse, load_orchestrator
+from bench.orchestrator import Orchestrator, OrchestratorError, QueryRequest, QueryResponse, load_orchestrator
 from bench.protocol import (
     AdapterError,
     Capabilities,
@@ -77,9 +92,11 @@ class InhouseSession(StreamingSession):
     """One conversation with the orchestrator; the history lives here, not in the orchestrator."""
 
     def __init__(self, orchestrator: Orchestrator, spec: SessionSpec, capabilities: Capabilities = CAPABILITIES,
-                 speech_input: SpeechInput | None = None):
+                 speech_input: SpeechInput | None = None, runner: OrchestratorLoop | None = None):
         super().__init__(capabilities)
         self.orchestrator = orchestrator
+        #: the orchestrator's own loop (a session made on its own gets a loop of its own)
+        self.runner = runner if runner is not None else _own_loop(self, spec.conversation_id)
         self.spec = spec
         self.speech_input = speech_input
         self._endpointer: Any = None
@@ -143,21 +160,203 @@ class InhouseSession(StreamingSession):
             ))
 
     async def _stream(self, request: QueryRequest, response_id: str) -> QueryResponse:
-        """Ask the orchestrator and emit its tokens; a silence longer than the idle limit is a stall."""
+        """Ask the orchestrator (on its own loop) and emit its tokens here; a silence longer than the idle limit is
+        a stall, timed on this loop, so it fires even when the orchestrator's loop is blocked."""
         idle = self.spec.idle_timeout_s
+        bridge = _Bridge(asyncio.get_running_loop())
+        produced = self.runner.submit(_produce(self.orchestrator, request, self.spec, bridge))
         try:
-            async with asyncio.timeout(idle):
-                response = await self.orchestrator.query(request, self.spec.user_id, self.spec.tenant_id)
-            tokens = aiter(response.tokens())
-            while True:
-                async with asyncio.timeout(idle):
-                    token = await anext(tokens, None)
-                if token is None:
-                    return response
-                if token:
-                    self.emit(TextDelta(response_id=response_id, text=token))
+            async with asyncio.timeout(idle) as deadline:
+                while True:
+                    items = await bridge.batch()
+                    deadline.reschedule(asyncio.get_running_loop().time() + idle)
+                    text: list[str] = []  # tokens that arrived together are one delta: they share one stamp
+                    for kind, value in items:
+                        if kind == _TOKEN:
+                            if value:
+                                text.append(value)
+                            continue
+                        if text:
+                            self.emit(TextDelta(response_id=response_id, text="".join(text)))
+                            text = []
+                        if kind == _DONE:
+                            return value
+                        if kind == _FAILED:
+                            raise value
+                    if text:
+                        self.emit(TextDelta(response_id=response_id, text="".join(text)))
         except TimeoutError:
             raise AdapterError(f"the orchestrator sent nothing for {idle:g} s", code=ErrorCode.STALLED) from None
+        finally:
+            produced.cancel()  # reaches the orchestrator's loop whenever it is free again
+
+
+_TOKEN, _ANSWERED, _DONE, _FAILED = "token", "answered", "done", "failed"
+#: how long a stopping orchestrator loop lets its cancelled tasks clean up
+CANCEL_WAIT_S = 1.0
+
+
+async def _produce(orchestrator: Orchestrator, request: QueryRequest, spec: SessionSpec, bridge: _Bridge) -> None:
+    """Runs on the orchestrator's loop: the query and its token stream, every item handed to ``bridge``."""
+    try:
+        response = await orchestrator.query(request, spec.user_id, spec.tenant_id)
+        bridge.put(_ANSWERED, None)
+        async for token in response.tokens():
+            bridge.put(_TOKEN, token)
+        bridge.put(_DONE, response)
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # handed to the engine's loop, which fails the conversation with it
+        bridge.put(_FAILED, exc)
+
+
+class _Bridge:
+    """Items from the orchestrator's thread to one response on the engine's loop: ``put`` from any thread,
+    ``batch`` on the engine's loop returns everything that arrived since the last call (one wake-up per burst)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self._loop = loop
+        self._items: collections.deque[tuple[str, Any]] = collections.deque()
+        self._lock = threading.Lock()
+        self._wake_scheduled = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, kind: str, value: Any) -> None:
+        with self._lock:
+            self._items.append((kind, value))
+            if self._wake_scheduled:
+                return
+            self._wake_scheduled = True
+        with contextlib.suppress(RuntimeError):  # the engine's loop is gone: nobody is waiting any more
+            self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        with self._lock:
+            self._wake_scheduled = False
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def batch(self) -> list[tuple[str, Any]]:
+        while True:
+            with self._lock:
+                if self._items:
+                    items = list(self._items)
+                    self._items.clear()
+                    return items
+            self._waiter = self._loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+
+class OrchestratorLoop:
+    """The system under test's own event loop on its own daemon thread (started on first use, restartable)."""
+
+    #: how long ``stop`` waits for the thread; a stack still blocked after that is left to finish on its own
+    STOP_WAIT_S = 2.0
+
+    def __init__(self, name: str):
+        self.name = name
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is not None and self.running:
+                return self._loop
+            ready = threading.Event()
+            holder: list[asyncio.AbstractEventLoop] = []
+
+            def run() -> None:
+                loop = asyncio.new_event_loop()
+                asyncio.set_event_loop(loop)
+                holder.append(loop)
+                ready.set()
+                try:
+                    loop.run_forever()
+                finally:
+                    _cancel_all(loop)
+                    loop.close()
+
+            thread = threading.Thread(target=run, name=f"orchestrator-{self.name}", daemon=True)
+            thread.start()
+            ready.wait()
+            self._loop, self._thread = holder[0], thread
+            return self._loop
+
+    def submit(self, coroutine: Coroutine[Any, Any, Any]) -> _Submitted:
+        """Run ``coroutine`` on the orchestrator's loop (one thread-safe call; no result is handed back: the
+        coroutine reports through its ``_Bridge``)."""
+        submitted = _Submitted(self.start())
+        submitted.loop.call_soon_threadsafe(submitted.start, coroutine)
+        return submitted
+
+    def stop_nowait(self) -> threading.Thread | None:
+        """Ask the loop to stop (its tasks are cancelled); returns the thread to wait for, if any."""
+        with self._lock:
+            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+        if loop is not None and thread is not None and thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # already closed
+                loop.call_soon_threadsafe(loop.stop)
+            return thread
+        return None
+
+    async def stop(self) -> bool:
+        """Stop the loop and wait up to ``STOP_WAIT_S`` for its thread; False when the stack is still blocked."""
+        thread = self.stop_nowait()
+        if thread is None:
+            return True
+        await asyncio.to_thread(thread.join, self.STOP_WAIT_S)
+        return not thread.is_alive()
+
+
+class _Submitted:
+    """A coroutine handed to the orchestrator's loop, cancellable from the engine's loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.task: asyncio.Task[Any] | None = None
+        self.cancelled = False
+        self.finished = False
+
+    def start(self, coroutine: Coroutine[Any, Any, Any]) -> None:  # on the orchestrator's loop
+        if self.cancelled:
+            coroutine.close()
+            return
+        self.task = self.loop.create_task(coroutine)
+        self.task.add_done_callback(self._done)
+
+    def _done(self, _task: asyncio.Task[Any]) -> None:
+        self.finished = True
+
+    def cancel(self) -> None:
+        """Cancel it on the orchestrator's loop (whenever that loop is free again); nothing to do once done."""
+        if self.finished or self.cancelled:
+            return
+        self.cancelled = True
+        with contextlib.suppress(RuntimeError):  # the orchestrator's loop is already closed
+            self.loop.call_soon_threadsafe(self._cancel)
+
+    def _cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+
+def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        with contextlib.suppress(BaseException):
+            loop.run_until_complete(asyncio.wait(tasks, timeout=CANCEL_WAIT_S))
+    with contextlib.suppress(BaseException):
+        loop.run_until_complete(loop.shutdown_asyncgens())
 
 
 class InhouseAdapter:
@@ -174,20 +373,36 @@ class InhouseAdapter:
         #: how the row was obtained, recorded with the run
         self.notes = ([f"audio input: TEN VAD endpointing ({speech_input.endpointing_silence_ms:g} ms) and an oracle "
                        "transcript; speech recognition is not measured"] if speech_input is not None else [])
+        #: the orchestrator's own event loop and thread (started by ``start`` or the first session)
+        self.runner = OrchestratorLoop(system_id)
+        weakref.finalize(self, self.runner.stop_nowait)
 
     async def start(self) -> None:
-        """Nothing to open: the orchestrator runs in process."""
+        """Start the orchestrator's own loop and thread."""
+        self.runner.start()
 
     async def close(self) -> None:
-        """Nothing to release."""
+        """Stop the orchestrator's loop; a stack still blocked after ``OrchestratorLoop.STOP_WAIT_S`` is left to
+        finish on its daemon thread (the run does not wait for it)."""
+        await self.runner.stop()
 
     async def open_session(self, spec: SessionSpec) -> InhouseSession:
-        return InhouseSession(self.orchestrator, spec, self.capabilities, self.speech_input)
+        return InhouseSession(self.orchestrator, spec, self.capabilities, self.speech_input, runner=self.runner)
+
+
+def _own_loop(session: InhouseSession, name: str) -> OrchestratorLoop:
+    runner = OrchestratorLoop(name)
+    weakref.finalize(session, runner.stop_nowait)
+    return runner
 
 
 def create(system: SystemConfig) -> InhouseAdapter:
     require_local(system, "inhouse")
     options = parse_options(system, InhouseOptions)
-    return InhouseAdapter(system.id, load_orchestrator(options.orchestrator, options.orchestrator_options),
+    try:
+        orchestrator = load_orchestrator(options.orchestrator, options.orchestrator_options)
+    except OrchestratorError as exc:
+        raise exc.for_system(system.id) from None
+    return InhouseAdapter(system.id, orchestrator,
                           speech_input=options.speech_input)
 

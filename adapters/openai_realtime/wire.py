@@ -22,6 +22,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bench.protocol.redact import redact
+
 BETA_HEADER = ("OpenAI-Beta", "realtime=v1")
 
 #: GA event name → beta event name, for the events that were renamed
@@ -476,9 +478,9 @@ def _load(raw: str | bytes | dict[str, Any]) -> dict[str, Any]:
         try:
             data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
-            raise MalformedEvent(f"not JSON: {str(raw)[:80]!r}") from exc
+            raise MalformedEvent(f"not JSON: {redact(str(raw))[:80]!r}") from exc
     if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-        raise MalformedEvent(f"event without a type: {str(raw)[:80]!r}")
+        raise MalformedEvent(f"event without a type: {redact(str(raw))[:80]!r}")
     return data
 
 

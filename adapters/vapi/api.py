@@ -65,7 +65,7 @@ class VapiRest:
             status = exc.status_code or 500
             body = error_message(exc.body)
             if 200 <= status < 300:  # the SDK could not read a success body
-                raise AdapterError(redact(f"Vapi {what}: unreadable response body: {body[:200]}"),
+                raise AdapterError(redact(f"Vapi {what}: unreadable response body: {redact(body)[:200]}"),
                                    code=ErrorCode.MALFORMED) from None
             headers = {str(k).lower(): str(v) for k, v in (exc.headers or {}).items()}
             raise status_error(status, body, headers.get("retry-after"), context=f"Vapi {what}") from None

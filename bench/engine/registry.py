@@ -24,6 +24,9 @@ class AdapterSpec:
     sdk_module: str | None = None
     #: ``module:start`` of the emulator for emulated mode (None: the adapter has no emulated mode)
     emulator: str | None = None
+    #: the adapter resolves ``${VAR}`` references itself (the generic endpoint adapters: their header policy
+    #: checks the references, and in emulated mode a reference becomes the emulator's placeholder credential)
+    resolves_references: bool = False
 
 
 REGISTRY: dict[str, AdapterSpec] = {
@@ -40,10 +43,11 @@ REGISTRY: dict[str, AdapterSpec] = {
     "livekit_baseline": AdapterSpec("adapters.livekit_baseline.adapter:create", "livekit", "livekit",
                                     "adapters.emulators.openai_chat:start"),
     "websocket": AdapterSpec("adapters.generic.websocket:create",
-                             emulator="adapters.emulators.evaluator.evaluator_ws:start"),
+                             emulator="adapters.emulators.evaluator.evaluator_ws:start", resolves_references=True),
     "pcm_websocket": AdapterSpec("adapters.generic.pcm_websocket:create",
-                                 emulator="adapters.emulators.evaluator.pcm_ws:start"),
-    "http": AdapterSpec("adapters.generic.http:create", emulator="adapters.emulators.evaluator.http:start"),
+                                 emulator="adapters.emulators.evaluator.pcm_ws:start", resolves_references=True),
+    "http": AdapterSpec("adapters.generic.http:create", emulator="adapters.emulators.evaluator.http:start",
+                        resolves_references=True),
 }
 
 #: system option keys the engine reads itself and never passes to the adapter
@@ -101,7 +105,9 @@ def resolve_references(system: SystemConfig, value: Any) -> Any:
 def adapter_view(system: SystemConfig) -> SystemConfig:
     """``system`` as its adapter sees it: without the options only the engine reads, references resolved."""
     options = {k: v for k, v in system.options.items() if k not in ENGINE_OPTION_KEYS}
-    return system.model_construct(**{**system.__dict__, "options": resolve_references(system, options)})
+    if not spec_for(system).resolves_references:
+        options = resolve_references(system, options)
+    return system.model_construct(**{**system.__dict__, "options": options})
 
 
 def create_adapter(system: SystemConfig) -> Any:

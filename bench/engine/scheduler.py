@@ -28,7 +28,9 @@ from bench.config import RunConfig, SystemConfig
 from bench.dataset import GoldenEntry, GoldenSet
 from bench.engine.clock import EventTap, Stamped, now
 from bench.engine.conversation import Exchange, audio_exchange, fold, hang_up, text_exchange
-from bench.engine.launch import LaunchedSystem, launch
+from bench.engine.executors import Executor, LocalExecutor
+from bench.engine.executors.base import describe_exception
+from bench.engine.launch import LaunchedSystem
 from bench.engine.registry import create_adapter
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode, TextDelta
@@ -59,6 +61,27 @@ class GoldenUnit:
     @property
     def conversation_id(self) -> str:
         return self.entry.id
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """The store's key of this conversation: (system, conversation, trial)."""
+        return self.system_id, self.conversation_id, self.trial
+
+    async def run(self, launched: LaunchedSystem, shared: RunContext) -> tuple[ConversationRecord,
+                                                                               list[PendingArtifact]]:
+        """The executor contract (``bench.engine.executors``): run this conversation, return record + artifacts."""
+        return await run_golden_conversation(launched, self, shared)
+
+    def failed(self, shared: RunContext, code: str, reason: str) -> ConversationRecord:
+        """The record of this conversation when it could not run at all (its system did not start, its worker
+        was lost)."""
+        turn = TurnRecord(run_id=shared.run_id, system_id=self.system_id, entry_id=self.entry.id, trial=self.trial,
+                          status="failed", failure_code=code, failure_reason=reason,
+                          conversation_id=self.conversation_id, input_mode=shared.input_mode)
+        return ConversationRecord(
+            run_id=shared.run_id, system_id=self.system_id, conversation_id=self.conversation_id, trial=self.trial,
+            status="failed", failure_code=turn.failure_code, failure_reason=reason,
+            started_at=_now_iso(), finished_at=_now_iso(), turns=[turn])
 
 
 @dataclass
@@ -263,10 +286,11 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
     from bench.knowledge import load_knowledge_base
 
     ctx = RunContext(run_id=run_id, input_mode=input_mode)
-    kb = load_knowledge_base()
-    for entry in golden.entries:
-        passages = kb.search(entry.phone_question, k=config.context_top_k, language=entry.language)
-        ctx.context[entry.id] = [p.document.body for p in passages]
+    if config.context_top_k:  # context_top_k 0: no shared passages, and no search (BM25 scores every document)
+        kb = load_knowledge_base()
+        for entry in golden.entries:
+            passages = kb.search(entry.phone_question, k=config.context_top_k, language=entry.language)
+            ctx.context[entry.id] = [p.document.body for p in passages]
     if input_mode == "audio":
         from bench.audio.speech import SpeechSynthesizer
 
@@ -282,8 +306,12 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
 async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, run_id: str | None = None,
                         resume: bool = False, progress: bool = True, adapters: dict[str, Any] | None = None,
                         input_mode: str = "text", reports_dir: Path | None = None,
-                        synthesizer: Any | None = None, answerer: Any | None = None) -> RunOutcome:
-    """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``."""
+                        synthesizer: Any | None = None, answerer: Any | None = None,
+                        executor: Executor | None = None) -> RunOutcome:
+    """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``.
+
+    ``executor`` says where conversations run (``bench.engine.executors``; default the local executor, asyncio
+    tasks in this process); the store is written here alone, whichever executor ran them."""
     adapters = adapters if adapters is not None else build_adapters(config, input_mode)
     if resume:
         if run_id is None:
@@ -297,10 +325,10 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
     else:
         run_id = run_id or new_run_id()
         done = set()
-    launched: dict[str, LaunchedSystem] = {}
+    executor = executor if executor is not None else LocalExecutor()
     try:
-        for system in config.systems:  # emulator settings errors are exit 2, before the run is recorded
-            launched[system.id] = await launch(system, adapters[system.id], answerer=answerer)
+        # emulator settings errors are exit 2, before the run is recorded
+        await executor.launch(config.systems, adapters, answerer=answerer)
         ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer)
         if not resume:
             store.create_run(RunInfo(
@@ -325,41 +353,25 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
             bar.update(1)
 
         writer = StoreWriter(store, reports_dir, on_written=written)
-        for system in config.systems:
-            try:
-                await launched[system.id].start()
-            except Exception as exc:  # a system that cannot start fails each of its conversations, each recorded
-                reason = redact(f"system failed to start: {type(exc).__name__}: {exc}")
-                for unit in per_system[system.id]:
-                    turn = TurnRecord(run_id=run_id, system_id=system.id, entry_id=unit.entry.id, trial=unit.trial,
-                                      status="failed", failure_code=str(getattr(exc, "code", ErrorCode.INTERNAL)),
-                                      failure_reason=reason, conversation_id=unit.conversation_id,
-                                      input_mode=input_mode)
-                    writer.submit(ConversationRecord(
-                        run_id=run_id, system_id=system.id, conversation_id=unit.conversation_id, trial=unit.trial,
-                        status="failed", failure_code=turn.failure_code, failure_reason=reason,
-                        started_at=_now_iso(), finished_at=_now_iso(), turns=[turn]))
-                    failures[system.id] += 1
-                per_system[system.id] = []
-        limits = {s.id: asyncio.Semaphore(s.concurrency) for s in config.systems}
-
-        async def one(unit: GoldenUnit) -> None:
-            async with limits[unit.system_id]:
-                record, artifacts = await run_golden_conversation(launched[unit.system_id], unit, ctx)
-            failures[unit.system_id] += record.status == "failed"
-            writer.submit(record, artifacts)
-
         try:
-            await asyncio.gather(*(one(unit) for unit in _interleave(per_system)))
+            for system_id, exc in (await executor.start()).items():
+                # a system that cannot start fails each of its conversations, each recorded
+                reason = redact(f"system failed to start: {describe_exception(exc)}")
+                for unit in per_system[system_id]:
+                    writer.submit(unit.failed(ctx, str(getattr(exc, "code", ErrorCode.INTERNAL)), reason))
+                    failures[system_id] += 1
+                per_system[system_id] = []
+
+            def finished(record: ConversationRecord, artifacts: list[PendingArtifact]) -> None:
+                failures[record.system_id] += record.status == "failed"
+                writer.submit(record, artifacts)
+
+            await executor.run(_interleave(per_system), ctx, finished)
         finally:
             await asyncio.to_thread(writer.close)
             bar.close()
     finally:
-        for system_id, system in launched.items():
-            try:
-                await system.close()
-            except Exception as exc:  # closing must not hide the recorded results
-                print(f"warning: closing {system_id} failed: {redact(str(exc))}", file=sys.stderr)
+        await executor.close()
     total_failures = sum(failures.values())
     store.finish_run(run_id, "completed" if total_failures == 0 else "completed_with_failures")
     return RunOutcome(run_id=run_id, recorded=recorded, execution_failures=total_failures,

@@ -61,6 +61,9 @@ class ThroughputResult:
     phase_s: float
     recorded: int
     failures: int
+    #: CPU time of the whole process (every thread) during ``run_benchmark``: steadier than wall time on a
+    #: machine shared with other work
+    cpu_s: float = 0.0
 
     @property
     def ideal_s(self) -> float:
@@ -102,16 +105,16 @@ def run_throughput(turns: int, concurrency: int, latency_ms: float, *, words: in
     directory.mkdir(parents=True, exist_ok=True)
     store = Store(directory / "bench.sqlite")
     try:
-        async def timed() -> tuple[float, object]:
-            started = time.perf_counter()
+        async def timed() -> tuple[float, float, object]:
+            started, cpu = time.perf_counter(), time.process_time()
             outcome = await run_benchmark(config, golden, store, progress=progress, adapters=adapters,
                                           reports_dir=directory / "reports")
-            return time.perf_counter() - started, outcome
+            return time.perf_counter() - started, time.process_time() - cpu, outcome
 
         if profiler is not None:
             profiler.enable()
         try:
-            wall_s, outcome = asyncio.run(timed())
+            wall_s, cpu_s, outcome = asyncio.run(timed())
         finally:
             if profiler is not None:
                 profiler.disable()
@@ -119,7 +122,7 @@ def run_throughput(turns: int, concurrency: int, latency_ms: float, *, words: in
         phase_s = _phase_seconds(store, outcome.run_id)  # type: ignore[attr-defined]
         return ThroughputResult(turns=turns, concurrency=concurrency, latency_ms=latency_ms, wall_s=wall_s,
                                 phase_s=phase_s, recorded=len(records),
-                                failures=sum(r.status != "succeeded" for r in records))
+                                failures=sum(r.status != "succeeded" for r in records), cpu_s=cpu_s)
     finally:
         store.close()
         if own_dir:
@@ -223,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{result.turns} turns x {result.latency_ms:g} ms at concurrency {result.concurrency}: "
               f"recorded {result.recorded} ({result.failures} failed); ideal {result.ideal_s:.3f} s; "
               f"run_benchmark {result.wall_s:.3f} s = {result.ratio:.3f} x ideal; conversation phase "
-              f"{result.phase_s:.3f} s = {result.phase_ratio:.3f} x ideal", flush=True)
+              f"{result.phase_s:.3f} s = {result.phase_ratio:.3f} x ideal; CPU {result.cpu_s:.3f} s "
+              f"({result.cpu_s / result.turns * 1000:.3f} ms per turn)", flush=True)
         if result.recorded != result.turns or result.failures:
             print("error: not every turn was recorded as succeeded", file=sys.stderr)
             return 4

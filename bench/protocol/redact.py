@@ -1,8 +1,11 @@
 """The one redactor: removes credentials from every error message, raw event, setting and stored record.
 
 It knows every credential value the run resolved (``register_secret``, called wherever a credential is read from
-the environment) and also removes anything shaped like a key: bearer tokens, ``sk-…``/``xi-…`` keys, URL
-user-info and secret query parameters. ``redact`` works on text; ``redact_value`` walks dicts and lists.
+the environment; a URL registers its user-info password and secret query values too) and also removes anything
+shaped like a key: bearer tokens, ``sk-…``/``xi-…`` keys, URL user-info and secret query parameters. A copy of a
+known credential cut short by code that truncated a text before redacting it (its first or last ``PIECE``
+characters or more) is removed as well. ``redact`` works on text; ``redact_value`` walks dicts and lists (an
+``${ENV_VAR}`` reference is not a secret and is kept, so a stored config still resolves on resume).
 """
 
 from __future__ import annotations
@@ -10,9 +13,12 @@ from __future__ import annotations
 import os
 import re
 import threading
+import urllib.parse
 from typing import Any
 
 MARKER = "***"
+#: a piece of a known credential this long (its start or its end) counts as the credential
+PIECE = 8
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
@@ -34,12 +40,38 @@ _HEADER = re.compile(r"(?i)\b((?:x-)?(?:api[_-]?key|auth[a-z\-]*|[a-z\-]*token|[
                      r"((?:(?:bearer|basic|token)\s+)?[^\s\"',};&]+)")
 
 
+#: cheap necessary conditions of the patterns above (on the case-folded text / the text as it is)
+_BEARER_HINT = re.compile(r"(?:bearer|token|basic)\s")
+_HEADER_HINT = re.compile(r"(?:(?:key|token|secret)|(?:auth|credential)[a-z\-]*)[\"']?\s*[:=]")
+_KEY_PREFIXES = tuple(f"{p}{s}" for p in ("sk", "xi", "pk", "rk", "dg") for s in "-_")
+
+
 def register_secret(value: str | None) -> None:
     """Remember ``value`` as a credential so it is removed wherever it appears (values under 6 characters are
-    too short to redact safely and are ignored)."""
+    too short to redact safely and are ignored); a URL's own credentials are remembered with it."""
     if value and len(value) >= 6:
         with _lock:
             _secrets.add(value)
+            _secrets.update(url_credentials(value))
+
+
+def url_credentials(value: str) -> set[str]:
+    """The credentials a URL carries: its user-info password and the values of secret-named query parameters
+    (each as written and percent-decoded)."""
+    if "://" not in value:
+        return set()
+    try:
+        parts = urllib.parse.urlsplit(value.strip())
+    except ValueError:
+        return set()
+    found: set[str] = set()
+    if parts.password:
+        found |= {parts.password, urllib.parse.unquote(parts.password)}
+    for pair in parts.query.split("&"):
+        name, _, raw = pair.partition("=")
+        if raw and (_SECRET_NAME.search(name) or _QUERY.fullmatch(f"{name}=x")):
+            found |= {raw, urllib.parse.unquote_plus(raw)}
+    return {v for v in found if len(v) >= 6}
 
 
 def known_secrets() -> set[str]:
@@ -52,30 +84,90 @@ def known_secrets() -> set[str]:
     return values
 
 
+_sorted_cache: tuple[frozenset[str], tuple[str, ...]] = (frozenset(), ())
+
+
+def _known_longest_first() -> tuple[str, ...]:
+    """``known_secrets()`` longest first (sorted again only when the set changed)."""
+    global _sorted_cache
+    values = frozenset(known_secrets())
+    cached_for, ordered = _sorted_cache
+    if values != cached_for:
+        ordered = tuple(sorted(values, key=len, reverse=True))
+        _sorted_cache = (values, ordered)
+    return ordered
+
+
 def is_secret_name(name: str) -> bool:
     """Whether a setting or header called ``name`` holds a credential."""
     return bool(_SECRET_NAME.search(name))
+
+
+def _cut_pieces(text: str, value: str) -> str:
+    """``text`` without the pieces of ``value`` (``PIECE`` characters or more of its start or of its end) that a
+    truncated copy leaves."""
+    head, tail = value[:PIECE], value[-PIECE:]
+    start = text.find(head)
+    while start >= 0:
+        end = start + PIECE
+        while end < len(text) and end - start < len(value) and text[end] == value[end - start]:
+            end += 1
+        text = text[:start] + MARKER + text[end:]
+        start = text.find(head, start + len(MARKER))
+    found = text.find(tail)
+    while found >= 0:
+        begin, matched = found, PIECE
+        while begin > 0 and matched < len(value) and text[begin - 1] == value[-matched - 1]:
+            begin -= 1
+            matched += 1
+        text = text[:begin] + MARKER + text[found + PIECE:]
+        found = text.find(tail, begin + len(MARKER))
+    return text
+
+
+#: credentials whose pieces are looked for: key-shaped values long enough that a piece identifies them (a URL's
+#: own credentials are registered separately, so a URL's common start never counts as a piece)
+_PIECEWISE = re.compile(r"[A-Za-z0-9_\-.+/=~]{12,}")
 
 
 def redact(text: str) -> str:
     """``text`` without any known credential value or anything credential-shaped."""
     if not text:
         return text
-    for value in sorted(known_secrets(), key=len, reverse=True):
+    values = _known_longest_first()
+    for value in values:
         if value in text:
             text = text.replace(value, MARKER)
-    text = _USERINFO.sub(rf"\1{MARKER}@", text)
-    text = _BEARER.sub(rf"\1 {MARKER}", text)
-    text = _QUERY.sub(rf"\1={MARKER}", text)
-    text = _HEADER.sub(lambda m: m.group(0) if m.group(3).startswith(MARKER) else f"{m.group(1)}{m.group(2)}{MARKER}",
-                       text)
-    return _KEY_LIKE.sub(lambda m: f"{m.group(1)}-{MARKER}", text)
+    # Each pattern runs only where it can match: the case-insensitive ones are slow (about 60 µs per KB), so a
+    # case-sensitive test on the case-folded text (a superset of their matches) decides whether to run them.
+    folded = text.casefold().replace("\u0131", "i").replace("\u0307", "")  # (?i) also takes ı and İ for i
+    if "://" in text and "@" in text:
+        text = _USERINFO.sub(rf"\1{MARKER}@", text)
+    if _BEARER_HINT.search(folded):
+        text = _BEARER.sub(rf"\1 {MARKER}", text)
+    if "=" in text:
+        text = _QUERY.sub(rf"\1={MARKER}", text)
+    if _HEADER_HINT.search(folded):
+        text = _HEADER.sub(lambda m: m.group(0) if m.group(3).startswith(MARKER)
+                           else f"{m.group(1)}{m.group(2)}{MARKER}", text)
+    if any(prefix in text for prefix in _KEY_PREFIXES):
+        text = _KEY_LIKE.sub(lambda m: f"{m.group(1)}-{MARKER}", text)
+    # last, what the patterns left of a known credential that was cut short before this text was redacted
+    for value in values:
+        if _PIECEWISE.fullmatch(value) and (value[:PIECE] in text or value[-PIECE:] in text):
+            text = _cut_pieces(text, value)
+    return text
+
+
+_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 
 
 def redact_value(value: Any, *, key: str | None = None) -> Any:
     """A copy of ``value`` (nested dicts/lists/strings) with secrets removed; a value stored under a secret-looking
-    key is replaced entirely."""
-    if key is not None and is_secret_name(key) and isinstance(value, (str, bytes)) and value:
+    key is replaced entirely, unless it is an ``${ENV_VAR}`` reference or the key names a variable (``*_env``)."""
+    if (key is not None and is_secret_name(key) and isinstance(value, (str, bytes)) and value
+            and not (isinstance(value, str) and _REFERENCE.match(value))
+            and not key.endswith(("_env", "_var", "_variable"))):
         return MARKER
     if isinstance(value, str):
         return redact(value)

@@ -216,7 +216,9 @@ def test_options_are_validated_and_the_mode_is_local(tmp_path):
         "orchestrator": "adapters.inhouse.reference:ReferenceVoiceStack",
         "orchestrator_options": {"max_sentences": 2}}))
     assert adapter.orchestrator.max_sentences == 2
-    assert adapter.capabilities.multi_turn and not adapter.capabilities.audio_input
+    assert adapter.capabilities.multi_turn and adapter.capabilities.audio_input  # the speech front end, by default
+    text_only = create(SystemConfig(id="inhouse", adapter="inhouse", options={"speech_input": None}))
+    assert not text_only.capabilities.audio_input and not text_only.notes
 
 
 async def test_sessions_are_independent():
