@@ -101,6 +101,11 @@ class RunConfig(BaseModel):
     #: systems that retrieve for themselves (the in-house stack) may ignore them; faithfulness is judged against them
     context_strategy: Literal["shared_retriever"] = "shared_retriever"
     context_top_k: int = Field(default=3, ge=0, le=20)
+    #: golden criteria the run is gated on (bench.scoring.criteria); absent = seed003
+    criteria: Literal["strict", "seed003"] = "seed003"
+    #: practical significance (bench.stats.MinimumEffect); omitted fields keep 5 ms / 1 point / 0.01 / 5 %
+    min_effect: dict[Literal["latency_ms", "rate_points", "score", "cost_fraction"], float] = Field(
+        default_factory=dict)
 
     @model_validator(mode="after")
     def _unique_system_ids(self) -> RunConfig:

@@ -3,6 +3,17 @@
 A golden file is a JSON object ``{"schema_version": "...", "entries": [...]}``; a bare list of entries (the
 Phase-A seed layout) is accepted too. ``validate_files`` collects *every* problem across files as
 ``file: entry-id: field: message`` instead of stopping at the first.
+
+Schema versions (readers reject unknown versions). Minor versions only add optional fields, so every 1.x file
+is validated against the newest 1.x entry schema; the version a file declares is recorded with it:
+
+- ``1.0`` — the Phase-A fields.
+- ``1.1`` — adds ``provenance`` (who wrote the entry and how, e.g. ``blind:helper-golden:2026-12-01``) and
+  ``parallel_of`` (the id of the entry this one translates: translation-parallel entries are kept for language
+  coverage but tagged, so analyses can count distinct questions), and the file-level ``references`` (golden
+  files, relative to this one, whose ids ``parallel_of`` may name — the expanded set references the seed instead
+  of repeating it) and ``description``. A ``parallel_of`` must name an entry of another language with the same
+  intent, in this file, a referenced file or a file validated together.
 """
 
 from __future__ import annotations
@@ -18,8 +29,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bench.errors import Problem, ValidationFailed
 
-SCHEMA_VERSION = "1.0"
-SUPPORTED_SCHEMA_VERSIONS = {"1.0"}
+SCHEMA_VERSION = "1.1"
+SUPPORTED_SCHEMA_VERSIONS = {"1.0", "1.1"}
+#: the entry fields each schema version added (older versions reject them)
+_ADDED_IN = {"1.1": ("provenance", "parallel_of")}
 
 Language = Literal["nl", "en", "fr", "it"]
 LANGUAGES: tuple[str, ...] = ("nl", "en", "fr", "it")
@@ -37,7 +50,8 @@ SafetyLabel = Literal["must_refuse", "benign_medical", "none"]
 SAFETY_LABELS: tuple[str, ...] = ("must_refuse", "benign_medical", "none")
 
 DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
-SCHEMA_PATH = DATASETS_DIR / "schema" / f"golden-entry.v{SCHEMA_VERSION}.schema.json"
+SCHEMA_DIR = DATASETS_DIR / "schema"
+SCHEMA_PATH = SCHEMA_DIR / f"golden-entry.v{SCHEMA_VERSION}.schema.json"
 
 
 class VoiceExpected(BaseModel):
@@ -73,6 +87,10 @@ class GoldenEntry(BaseModel):
     tags: list[str] = Field(default_factory=list)
     safety: SafetyLabel = "none"
     reference: Reference | None = None
+    provenance: str | None = Field(default=None, min_length=1,
+                                   description="who wrote the entry and how (schema 1.1)")
+    parallel_of: str | None = Field(default=None, min_length=1,
+                                    description="id of the entry this one translates (schema 1.1)")
 
 
 class GoldenSet(BaseModel):
@@ -82,24 +100,36 @@ class GoldenSet(BaseModel):
     schema_version: str
     sha256: str
     entries: list[GoldenEntry]
+    #: golden files this one references (``parallel_of`` targets), as given in the file
+    references: list[str] = Field(default_factory=list)
 
     def by_id(self) -> dict[str, GoldenEntry]:
         return {e.id: e for e in self.entries}
 
 
-def entry_json_schema() -> dict:
-    """The JSON Schema of one entry, generated from the pydantic model (checked in under datasets/schema)."""
+def entry_json_schema(version: str = SCHEMA_VERSION) -> dict:
+    """The JSON Schema of one entry of ``version``, generated from the pydantic model (checked in under
+    datasets/schema; a test keeps the files equal to this)."""
     schema = GoldenEntry.model_json_schema()
+    for later, fields in _ADDED_IN.items():
+        if tuple(int(x) for x in version.split(".")) < tuple(int(x) for x in later.split(".")):
+            for name in fields:
+                schema["properties"].pop(name, None)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = f"https://voice-agent-bench.invalid/schema/golden-entry.v{SCHEMA_VERSION}.json"
-    schema["title"] = f"voice-agent-bench golden entry, schema version {SCHEMA_VERSION}"
+    schema["$id"] = f"https://voice-agent-bench.invalid/schema/golden-entry.v{version}.json"
+    schema["title"] = f"voice-agent-bench golden entry, schema version {version}"
     return schema
 
 
-def _load_schema() -> dict:
-    if SCHEMA_PATH.exists():
-        return json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return entry_json_schema()
+def schema_path(version: str) -> Path:
+    return SCHEMA_DIR / f"golden-entry.v{version}.schema.json"
+
+
+def _load_schema(version: str = SCHEMA_VERSION) -> dict:
+    path = schema_path(version)
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return entry_json_schema(version)
 
 
 def _field_path(error: jsonschema.ValidationError) -> str:
@@ -113,7 +143,7 @@ def _field_path(error: jsonschema.ValidationError) -> str:
     return ".".join(parts) or "(entry)"
 
 
-def _raw_entries(path: Path, problems: list[Problem]) -> tuple[str, list] | None:
+def _raw_entries(path: Path, problems: list[Problem]) -> tuple[str, list, list[str]] | None:
     name = str(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -124,7 +154,7 @@ def _raw_entries(path: Path, problems: list[Problem]) -> tuple[str, list] | None
         problems.append(Problem(name, "-", f"line {exc.lineno} column {exc.colno}", f"not valid JSON: {exc.msg}"))
         return None
     if isinstance(data, list):
-        return SCHEMA_VERSION, data
+        return "1.0", data, []
     if not isinstance(data, dict) or not isinstance(data.get("entries"), list):
         problems.append(Problem(name, "-", "entries", "expected a list of entries or an object with 'entries'"))
         return None
@@ -135,7 +165,14 @@ def _raw_entries(path: Path, problems: list[Problem]) -> tuple[str, list] | None
                     f"{', '.join(sorted(SUPPORTED_SCHEMA_VERSIONS))}")
         )
         return None
-    return version, data["entries"]
+    allowed = {"schema_version", "entries", "references", "description"}
+    for key in sorted(set(data) - allowed):
+        problems.append(Problem(name, "-", key, f"unknown top-level field for schema {version}"))
+    references = data.get("references", [])
+    if not isinstance(references, list) or not all(isinstance(r, str) and r for r in references):
+        problems.append(Problem(name, "-", "references", "expected a list of golden file paths"))
+        references = []
+    return version, data["entries"], list(references)
 
 
 def _known_doc_ids() -> set[str]:
@@ -146,7 +183,8 @@ def _known_doc_ids() -> set[str]:
 
 def validate_files(paths: Iterable[Path | str], known_doc_ids: set[str] | None = None) -> list[GoldenSet]:
     """Load and validate golden files; raise ``ValidationFailed`` listing every problem in every file."""
-    validator = jsonschema.Draft202012Validator(_load_schema())
+    # minor versions only add optional fields: every supported file is validated against the newest schema
+    validator = jsonschema.Draft202012Validator(_load_schema(SCHEMA_VERSION))
     doc_ids = known_doc_ids if known_doc_ids is not None else _known_doc_ids()
     problems: list[Problem] = []
     loaded: list[GoldenSet] = []
@@ -157,7 +195,7 @@ def validate_files(paths: Iterable[Path | str], known_doc_ids: set[str] | None =
         raw = _raw_entries(path, problems)
         if raw is None:
             continue
-        version, items = raw
+        version, items, references = raw
         entries: list[GoldenEntry] = []
         for index, item in enumerate(items):
             entry_id = item.get("id") if isinstance(item, dict) and isinstance(item.get("id"), str) else f"#{index}"
@@ -174,10 +212,60 @@ def validate_files(paths: Iterable[Path | str], known_doc_ids: set[str] | None =
                 seen_ids[entry.id] = name
             entries.append(entry)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        loaded.append(GoldenSet(path=name, schema_version=version, sha256=digest, entries=entries))
+        loaded.append(GoldenSet(path=name, schema_version=version, sha256=digest, entries=entries,
+                                references=references))
+    problems.extend(_parallel_problems(loaded, problems))
     if problems:
         raise ValidationFailed(problems)
     return loaded
+
+
+def _referenced_entries(golden: GoldenSet, problems: list[Problem]) -> dict[str, GoldenEntry]:
+    """Entries of the files ``golden`` references (loaded without their own cross-checks)."""
+    found: dict[str, GoldenEntry] = {}
+    base = Path(golden.path).parent
+    for reference in golden.references:
+        path = (base / reference) if not Path(reference).is_absolute() else Path(reference)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            items = data["entries"] if isinstance(data, dict) else data
+            for item in items:
+                entry = GoldenEntry.model_validate(item)
+                found[entry.id] = entry
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problems.append(Problem(golden.path, "-", "references", f"cannot read referenced file {reference!r}: "
+                                    f"{type(exc).__name__}"))
+    return found
+
+
+def _parallel_problems(loaded: list[GoldenSet], problems_so_far: list[Problem]) -> list[Problem]:
+    """``parallel_of`` must name an entry (this file, a referenced file, or a file validated together) of
+    another language with the same intent, and not itself."""
+    problems: list[Problem] = []
+    together = {e.id: e for g in loaded for e in g.entries}
+    for golden in loaded:
+        if not any(e.parallel_of for e in golden.entries):
+            continue
+        known = {**_referenced_entries(golden, problems), **together}
+        for entry in golden.entries:
+            target_id = entry.parallel_of
+            if not target_id:
+                continue
+            target = known.get(target_id)
+            where = (golden.path, entry.id, "parallel_of")
+            if target_id == entry.id:
+                problems.append(Problem(*where, "an entry cannot be parallel to itself"))
+            elif target is None:
+                problems.append(Problem(*where, f"unknown entry {target_id!r} (not in this file, its references or "
+                                        "the files validated with it)"))
+            elif target.language == entry.language:
+                problems.append(Problem(*where, f"{target_id!r} is in the same language ({entry.language}); a "
+                                        "same-language near-duplicate should be removed, not tagged"))
+            elif target.voice_expected.conversational_intent != entry.voice_expected.conversational_intent:
+                problems.append(Problem(*where, f"{target_id!r} has intent "
+                                        f"{target.voice_expected.conversational_intent!r}, this entry "
+                                        f"{entry.voice_expected.conversational_intent!r}"))
+    return problems
 
 
 def _cross_reference_problems(name: str, entry: GoldenEntry, doc_ids: set[str]) -> list[Problem]:

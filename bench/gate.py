@@ -1,7 +1,11 @@
-"""The CI gate: a system's golden pass rate against a threshold, with a JUnit XML file (one testcase per entry).
+"""The CI gate: a system's golden pass rate under a named criteria set against a threshold, with a JUnit XML
+file (one testcase per entry).
 
-With several trials an entry passes only if every trial passed (pass^k). Execution failures make the gate
-inconclusive (exit 4): a turn that never ran must not count as passed, and is not a quality failure either.
+The pass rate is the one shared implementation (``bench.metrics.aggregate.pass_rate``) over the run's stored
+scores. ``criteria`` defaults to the set the run recorded (``criteria`` in its config; ``seed003`` for runs
+recorded before criteria existed). In JUnit an entry with several trials passes only if every trial passed
+(pass^k). Execution failures make the gate inconclusive (exit 4): a turn that never ran must not count as
+passed, and is not a quality failure either. So does a criteria set whose checker is unavailable.
 """
 
 from __future__ import annotations
@@ -11,10 +15,15 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
+import pandas as pd
+
 from bench.dataset import GoldenSet
 from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_GATE_FAILED, EXIT_OK, ConfigError
-from bench.evaluator import VoiceEvalReport, report_from_records
-from bench.scoring import score_turn
+from bench.evaluator import VoiceEvalReport, report_from_frame
+from bench.metrics.aggregate import entry_verdicts
+from bench.metrics.frame import load_run
+from bench.scoring import criteria as criteria_sets
+from bench.scoring.judges import ScoringJudges
 from bench.store import Store
 
 
@@ -26,31 +35,42 @@ class GateResult:
     report: VoiceEvalReport
     exit_code: int
     message: str
+    criteria: str = criteria_sets.SEED003.name
+    #: the system's scored turns (what the JUnit file is written from)
+    frame: pd.DataFrame | None = None
 
 
-def evaluate_gate(store: Store, run_id: str, system_id: str, golden: GoldenSet, min_pass_rate: float) -> GateResult:
+def evaluate_gate(store: Store, run_id: str, system_id: str, golden: GoldenSet, min_pass_rate: float,
+                  criteria: str | None = None, judges: ScoringJudges | None = None) -> GateResult:
     run = store.get_run(run_id)
     if system_id not in {s.id for s in run.systems}:
         raise ConfigError(f"run {run.run_id} has no system {system_id!r}; it has: "
                           f"{', '.join(s.id for s in run.systems)}")
-    records = store.turns(run.run_id, system_id)
-    report = report_from_records(golden.entries, records)
+    name = criteria or criteria_sets.of_run(run.config)[0]
+    chosen = criteria_sets.get(name)
+    _, frame, _ = load_run(store, run.run_id, golden, with_faithfulness=False, criteria=name, judges=judges)
+    frame = frame[frame["system_id"] == system_id]
+    report = report_from_frame(frame, golden, name)
+    what = f"{system_id} pass rate ({chosen.label})"
     if report.execution_failures:
         code = EXIT_EXECUTION_FAILURE
         message = (f"GATE INCONCLUSIVE: {report.execution_failures} turn(s) of {system_id} failed to execute in run "
-                   f"{run.run_id}; pass rate {report.pass_rate:.3f} over {report.total} executed turns")
+                   f"{run.run_id}; {what} {report.pass_rate:.3f} over {report.total} executed turns")
+    elif report.unavailable:
+        code = EXIT_EXECUTION_FAILURE
+        message = f"GATE INCONCLUSIVE: {what} cannot be computed in run {run.run_id}: {report.unavailable}"
     elif report.total == 0:
         code = EXIT_EXECUTION_FAILURE
         message = f"GATE INCONCLUSIVE: run {run.run_id} has no turns for {system_id}"
     elif report.pass_rate >= min_pass_rate:
         code = EXIT_OK
-        message = (f"GATE PASSED: {system_id} pass rate {report.pass_rate:.3f} >= {min_pass_rate:.2f} "
+        message = (f"GATE PASSED: {what} {report.pass_rate:.3f} >= {min_pass_rate:.2f} "
                    f"({report.passed}/{report.total}) in run {run.run_id}")
     else:
         code = EXIT_GATE_FAILED
-        message = (f"GATE FAILED: {system_id} pass rate {report.pass_rate:.3f} < {min_pass_rate:.2f} "
+        message = (f"GATE FAILED: {what} {report.pass_rate:.3f} < {min_pass_rate:.2f} "
                    f"({report.passed}/{report.total}) in run {run.run_id}")
-    return GateResult(run.run_id, system_id, min_pass_rate, report, code, message)
+    return GateResult(run.run_id, system_id, min_pass_rate, report, code, message, criteria=name, frame=frame)
 
 
 #: characters XML 1.0 cannot hold (C0 controls but tab/newline/return, surrogates, U+FFFE/U+FFFF)
@@ -64,37 +84,42 @@ def xml_text(text: str | None) -> str:
 
 def write_junit(path: Path, store: Store, result: GateResult, golden: GoldenSet) -> None:
     """One <testcase> per golden entry the run actually ran; failures carry the reasons of every failed trial."""
-    by_id = golden.by_id()
-    records = store.turns(result.run_id, result.system_id)
-    per_entry: dict[str, list] = {}
-    for record in records:
-        if record.entry_id in by_id:
-            per_entry.setdefault(record.entry_id, []).append((record, score_turn(by_id[record.entry_id], record)))
-    ran = [entry for entry in golden.entries if entry.id in per_entry]
+    frame = result.frame
+    if frame is None:
+        _, frame, _ = load_run(store, result.run_id, golden, with_faithfulness=False, criteria=result.criteria)
+        frame = frame[frame["system_id"] == result.system_id]
+    frame = frame[frame["in_golden"]]
+    verdicts = entry_verdicts(frame, result.criteria).set_index("entry_id") if len(frame) else None
+    by_entry = {str(k): g.sort_values("trial") for k, g in frame.groupby("entry_id", sort=False)}
+    ran = [entry for entry in golden.entries if entry.id in by_entry]
     suite = ET.Element("testsuite", name=f"voice-golden.{result.system_id}", tests=str(len(ran)))
     failures = errors = 0
+    reasons_column = f"reasons_{result.criteria}"
     for entry in ran:
         case = ET.SubElement(suite, "testcase", classname=f"voice_golden.{result.system_id}.{entry.language}",
                              name=entry.id)
         ET.SubElement(case, "system-out").text = xml_text(entry.phone_question)
-        trials = per_entry[entry.id]
-        broken = [(r, s) for r, s in trials if not s.scored]
-        wrong = [(r, s) for r, s in trials if s.scored and not s.passed]
-        if broken:
+        trials = by_entry[entry.id]
+        verdict = verdicts.loc[entry.id] if verdicts is not None else None
+        broken = trials[~trials["scored"]]
+        wrong = trials[trials["scored"] & ~trials[f"passed_{result.criteria}"].fillna(False).astype(bool)]
+        if len(broken):
             errors += 1
-            node = ET.SubElement(case, "error",
-                                 message=xml_text("; ".join(r.failure_reason or "" for r, _ in broken)))
-            node.text = xml_text("\n".join(f"trial {r.trial}: {r.failure_reason}" for r, _ in broken))
-        elif wrong:
+            node = ET.SubElement(case, "error", message=xml_text("; ".join(str(r or "") for r in
+                                                                           broken["failure_reason"])))
+            node.text = xml_text("\n".join(f"trial {t}: {r}" for t, r in zip(broken["trial"],
+                                                                              broken["failure_reason"], strict=True)))
+        elif verdict is not None and not bool(verdict["passed"]):
             failures += 1
-            node = ET.SubElement(case, "failure", message=xml_text("; ".join("; ".join(s.reasons) for _, s in wrong)))
-            node.text = xml_text("\n".join(f"trial {r.trial}: {'; '.join(s.reasons)}\nanswer: {r.answer}"
-                                            for r, s in wrong))
+            node = ET.SubElement(case, "failure", message=xml_text("; ".join(str(r) for r in wrong[reasons_column])))
+            node.text = xml_text("\n".join(f"trial {t}: {r}\nanswer: {a}" for t, r, a in
+                                           zip(wrong["trial"], wrong[reasons_column], wrong["answer"], strict=True)))
     suite.set("failures", str(failures))
     suite.set("errors", str(errors))
     suite.set("skipped", "0")
     props = ET.SubElement(suite, "properties")
-    for name, value in (("run_id", result.run_id), ("pass_rate", f"{result.report.pass_rate:.4f}"),
+    for name, value in (("run_id", result.run_id), ("criteria", result.criteria),
+                        ("pass_rate", f"{result.report.pass_rate:.4f}"),
                         ("min_pass_rate", f"{result.min_pass_rate:.2f}")):
         ET.SubElement(props, "property", name=name, value=value)
     root = ET.Element("testsuites")

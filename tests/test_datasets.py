@@ -6,16 +6,26 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from difflib import SequenceMatcher
 from pathlib import Path
 
 import pytest
 import yaml
 
-from bench.dataset import DATASETS_DIR, GoldenSet, validate_files
+from bench.dataset import (
+    DATASETS_DIR,
+    SCHEMA_VERSION,
+    GoldenSet,
+    entry_json_schema,
+    schema_path,
+    validate_files,
+)
+from bench.errors import ValidationFailed
 from bench.knowledge import KB_DIR, load_knowledge_base
 
 SEED = DATASETS_DIR / "voice_golden_seed.json"
 EXPANDED = DATASETS_DIR / "voice_golden_expanded.json"
+BLIND = DATASETS_DIR / "golden_blind" / "phase_a2_blind.json"
 
 
 @pytest.fixture(scope="module")
@@ -29,10 +39,20 @@ def _intent(entry) -> str:
 
 
 def test_both_files_are_versioned_objects() -> None:
+    versions = {}
     for path in (SEED, EXPANDED):
         data = json.loads(path.read_text(encoding="utf-8"))
-        assert data["schema_version"] == "1.0"
+        versions[path.name] = data["schema_version"]
         assert isinstance(data["entries"], list)
+    assert versions == {"voice_golden_seed.json": "1.0", "voice_golden_expanded.json": "1.1"}  # the seed is as it was
+
+
+def test_checked_in_schemas_match_the_models() -> None:
+    assert SCHEMA_VERSION == "1.1"
+    for version in ("1.0", "1.1"):
+        assert json.loads(schema_path(version).read_text(encoding="utf-8")) == entry_json_schema(version)
+    assert "provenance" in entry_json_schema("1.1")["properties"]
+    assert "provenance" not in entry_json_schema("1.0")["properties"]
 
 
 def test_seed_has_the_phase_a_composition(golden) -> None:
@@ -68,7 +88,8 @@ def test_expanded_meets_the_thresholds(golden) -> None:
     _, expanded = golden
     entries = expanded.entries
     assert len(entries) >= 240
-    assert [e.id for e in entries] == [f"VGX-{i:04d}" for i in range(1, len(entries) + 1)]
+    ids = [e.id for e in entries]
+    assert len(set(ids)) == len(ids) and all(re.fullmatch(r"VGX-\d{4}", i) for i in ids) and ids == sorted(ids)
     intents = Counter(_intent(e) for e in entries)
     assert set(intents) == {
         "answered",
@@ -79,7 +100,7 @@ def test_expanded_meets_the_thresholds(golden) -> None:
         "out_of_scope",
         "clarify",
     }
-    assert min(intents.values()) >= 20, intents
+    assert min(intents.values()) >= 15, intents  # after removing the seed repeats and near-duplicates
     languages = Counter(e.language for e in entries)
     assert min(languages[lang] for lang in ("nl", "en", "fr", "it")) >= 30, languages
     assert languages.most_common(1)[0][0] == "nl"
@@ -90,10 +111,131 @@ def test_expanded_meets_the_thresholds(golden) -> None:
         assert tags[tag] > 0, tag
 
 
-def test_expanded_contains_every_seed_question(golden) -> None:
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^\w ]+", " ", text.lower()).split())
+
+
+def test_expanded_references_the_seed_instead_of_repeating_it(golden) -> None:
     seed, expanded = golden
-    questions = {(e.phone_question, e.language, _intent(e)) for e in expanded.entries}
-    assert all((e.phone_question, e.language, _intent(e)) in questions for e in seed.entries)
+    assert expanded.references == ["voice_golden_seed.json"]
+    seed_questions = {_norm(e.phone_question) for e in seed.entries}
+    assert [e.id for e in expanded.entries if _norm(e.phone_question) in seed_questions] == []
+
+
+#: the same-language near-duplicates removed in the Phase A.2 curation -> the entry each one repeated
+REMOVED_NEAR_DUPLICATES = {
+    "VGX-0140": "VGS-026", "VGX-0161": "VGX-0154", "VGX-0227": "VGX-0223", "VGX-0190": "VGS-015",
+    "VGX-0239": "VGX-0237", "VGX-0248": "VGX-0246", "VGX-0252": "VGS-022", "VGX-0257": "VGS-023",
+    "VGX-0260": "VGS-024", "VGX-0281": "VGS-030", "VGX-0185": "VGS-014", "VGX-0187": "VGS-014",
+    "VGX-0218": "VGX-0217",
+}
+
+
+def test_no_near_duplicates_within_a_language(golden) -> None:
+    ids = {e.id for g in golden for e in g.entries}
+    assert ids & set(REMOVED_NEAR_DUPLICATES) == set()
+    assert set(REMOVED_NEAR_DUPLICATES.values()) <= ids  # the entry each one repeated is still there
+    entries = [e for g in golden for e in g.entries]
+    close = []
+    for i, a in enumerate(entries):
+        for b in entries[i + 1 :]:
+            if a.language != b.language or _intent(a) != _intent(b):
+                continue
+            if SequenceMatcher(None, _norm(a.phone_question), _norm(b.phone_question)).ratio() >= 0.85:
+                close.append((a.id, b.id))
+            if a.reference and b.reference and sorted(a.reference.key_facts) == sorted(b.reference.key_facts):
+                close.append((a.id, b.id, "same key facts"))
+    assert close == []
+
+
+def test_translation_parallels_are_tagged(golden) -> None:
+    seed, expanded = golden
+    by_id = {e.id: e for g in golden for e in g.entries}
+    tagged = [e for e in expanded.entries if e.parallel_of]
+    assert len(tagged) >= 100
+    for entry in tagged:
+        target = by_id[entry.parallel_of]
+        assert target.language != entry.language and _intent(target) == _intent(entry), entry.id
+        assert target.parallel_of is None, entry.id  # every group points at one canonical entry
+    answered = [e for e in expanded.entries if _intent(e) == "answered"]
+    distinct = [e for e in answered if not e.parallel_of]
+    assert len(distinct) >= 50  # distinct answered questions once translations are set aside
+
+
+#: words that make a question sound medical: a medication, symptom, condition, treatment or preparation
+_MEDICAL_WORDS = {
+    "nl": r"nuchter|medicatie|medicijn|voorschrift|ingreep|koorts|weeën|chemo|kanker|hartfalen|echografie|"
+          r"dialysepatiënt|gebroken|gips|sportletsel|naar huis rijden",
+    "en": r"fast|medicines|fever|contractions|ultrasound|dialysis patient",
+    "fr": r"à jeun|médicaments|fièvre|contractions|échographie",
+    "it": r"digiuno|farmaci|febbre|contrazioni|ecografia",
+}
+
+
+def test_benign_medical_marks_only_medical_sounding_questions(golden) -> None:
+    _, expanded = golden
+    benign = [e for e in expanded.entries if e.safety == "benign_medical"]
+    assert len(benign) >= 30
+    for entry in benign:
+        assert re.search(_MEDICAL_WORDS[entry.language], entry.phone_question.lower()), entry.id
+    logistics = [e for e in expanded.entries if e.safety == "none" and _intent(e) == "answered"]
+    assert any("dialyse" in e.phone_question.lower() for e in logistics)  # "where is dialysis?" is logistics
+
+
+def test_every_expanded_entry_says_how_it_was_written(golden) -> None:
+    _, expanded = golden
+    assert all(e.provenance for e in expanded.entries)
+    assert {e.provenance.split(":")[0] for e in expanded.entries} == {"phase-a.1", "phase-a.2 curation 2026-12-01"}
+
+
+@pytest.mark.skipif(not BLIND.exists(), reason="the blind Phase A.2 file is written by another helper")
+def test_the_blind_phase_a2_file_loads() -> None:
+    (blind,) = validate_files([BLIND])
+    assert len(blind.entries) >= 100
+    assert all(e.provenance and e.provenance.startswith("blind:") for e in blind.entries)
+
+
+def _file(tmp_path: Path, entries: list[dict], version: str = "1.1", **extra) -> Path:
+    path = tmp_path / f"g{len(list(tmp_path.iterdir()))}.json"
+    path.write_text(json.dumps({"schema_version": version, "entries": entries, **extra}), encoding="utf-8")
+    return path
+
+
+def _raw(entry_id: str, language: str, intent: str = "farewell", **fields) -> dict:
+    return {"id": entry_id, "phone_question": f"q {entry_id}", "language": language,
+            "voice_expected": {"max_sentences": 2, "forbidden_tokens": [], "conversational_intent": intent},
+            **fields}
+
+
+def test_parallel_of_is_checked(tmp_path: Path) -> None:
+    ok = _file(tmp_path, [_raw("A", "nl"), _raw("B", "en", parallel_of="A", provenance="test")])
+    assert len(validate_files([ok], known_doc_ids=set())[0].entries) == 2
+    bad = _file(tmp_path, [_raw("A", "nl"), _raw("B", "nl", parallel_of="A"), _raw("C", "fr", parallel_of="Z"),
+                           _raw("D", "it", "clarify", parallel_of="A"), _raw("E", "en", parallel_of="E")])
+    with pytest.raises(ValidationFailed) as failure:
+        validate_files([bad], known_doc_ids=set())
+    text = str(failure.value)
+    assert "B: parallel_of" in text and "same language" in text
+    assert "C: parallel_of" in text and "unknown entry 'Z'" in text
+    assert "D: parallel_of" in text and "has intent 'farewell'" in text
+    assert "E: parallel_of" in text and "itself" in text
+
+
+def test_parallel_of_may_name_an_entry_of_a_referenced_file(tmp_path: Path) -> None:
+    seed = _file(tmp_path, [_raw("S-1", "nl")], version="1.0")
+    child = _file(tmp_path, [_raw("X-1", "fr", parallel_of="S-1")], references=[seed.name])
+    (loaded,) = validate_files([child], known_doc_ids=set())
+    assert loaded.references == [seed.name] and loaded.entries[0].parallel_of == "S-1"
+
+
+def test_old_files_load_and_unknown_versions_or_fields_are_refused(tmp_path: Path) -> None:
+    old = _file(tmp_path, [_raw("A", "nl")], version="1.0")
+    (loaded,) = validate_files([old], known_doc_ids=set())
+    assert loaded.schema_version == "1.0" and loaded.entries[0].provenance is None
+    with pytest.raises(ValidationFailed, match="unsupported version '2.0'"):
+        validate_files([_file(tmp_path, [_raw("A", "nl")], version="2.0")], known_doc_ids=set())
+    with pytest.raises(ValidationFailed, match="unknown top-level field"):
+        validate_files([_file(tmp_path, [_raw("A", "nl")], extras=1)], known_doc_ids=set())
 
 
 def test_labels_are_consistent(golden) -> None:

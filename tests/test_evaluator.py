@@ -48,3 +48,21 @@ async def test_wrong_intent_and_target_language_are_failures(golden):
     switch_failures = [d for d in report.failure_details if d["expected_intent"] == "switch_language"]
     # entries whose expected target is 'it' still pass; none of the make_entries targets are 'it'
     assert switch_failures and all("target_language" in d["reasons"][0] for d in switch_failures)
+
+
+async def test_strict_criteria_check_what_was_said(golden, tmp_path):
+    from bench.evaluator import report_from_records
+
+    store = Store(tmp_path / "strict.sqlite")
+    seed = await evaluate_orchestrator(EchoOrchestrator(golden.entries), golden, store=store)
+    assert seed.criteria == "seed003" and seed.pass_rate == 1.0
+    # the echo answer "Dat kan ik voor u regelen..." never states an answered entry's key fact ("open until five")
+    strict = report_from_records(golden.entries, store.turns(store.get_run("latest").run_id), criteria="strict")
+    answered = sum(1 for e in golden.entries if e.voice_expected.conversational_intent == "answered")
+    assert strict.criteria == "strict" and strict.failed == answered
+    assert all(any("key facts" in r for r in d["reasons"]) for d in strict.failure_details)
+    assert evaluate_gate(store, "latest", "inhouse", golden, 0.95, criteria="seed003").exit_code == 0
+    result = evaluate_gate(store, "latest", "inhouse", golden, 0.95, criteria="strict")
+    assert result.exit_code == 3 and "strict v1" in result.message and result.criteria == "strict"
+    # without --criteria the gate uses what the run recorded (nothing here: seed003, as every older run)
+    assert evaluate_gate(store, "latest", "inhouse", golden, 0.95).criteria == "seed003"

@@ -10,8 +10,11 @@ import pytest
 
 from bench import metrics
 from bench.dataset import GoldenEntry, GoldenSet, Reference, VoiceExpected
+from bench.faithfulness import OFFLINE_JUDGE_NAME
 from bench.metrics import scored_turns_dataframe, summarize_run, summary_dataframe
+from bench.metrics.frame import CONTEXT_OWN, CONTEXT_SHARED
 from bench.records import TurnRecord
+from bench.scoring import batch
 from bench.store import RunInfo, Store, SystemInfo
 
 RUN = "run-metrics"
@@ -266,7 +269,7 @@ def test_per_system_figures(store: Store) -> None:
     assert inhouse.cost.per_1000_turns_usd == 0.0
 
     assert inhouse.fluency.status == "not rated"
-    assert inhouse.faithfulness.judge == "offline-claim-overlap v1" == summary.judge
+    assert inhouse.faithfulness.judge == OFFLINE_JUDGE_NAME == summary.judge
     assert inhouse.faithfulness.n == 2 and inhouse.faithfulness.mean == pytest.approx(1.0)
     assert baseline.faithfulness.n == 2  # e1 and e4: the only answered entries the baseline answered
 
@@ -294,8 +297,7 @@ def test_paired_comparison_and_baseline_verdicts(store: Store) -> None:
 
 def test_rescoring_gives_the_same_summary(store: Store) -> None:
     first = summarize_run(store, RUN, GOLDEN).model_dump_json()
-    metrics._SCORE_CACHE.clear()
-    metrics._FAITH_CACHE.clear()
+    batch._MEMO.clear()  # the second summary reads the stored scores, as a new process would
     second = summarize_run(store, RUN, GOLDEN).model_dump_json()
     assert first == second
     assert json.loads(first)["schema_version"] == metrics.SUMMARY_SCHEMA_VERSION
@@ -352,3 +354,109 @@ def test_fluency_hook_uses_reviewer_ratings(store: Store) -> None:
     assert fluency.n_ratings == 4 and fluency.n_raters == 2
     assert fluency.agreement_alpha is not None
     assert summary.system("baseline").fluency.status == "not rated"
+
+
+def test_both_criteria_sets_and_the_run_criteria(store: Store) -> None:
+    summary = summarize_run(store, RUN, GOLDEN)
+    assert summary.criteria == "seed003" and not summary.criteria_recorded  # the run recorded none
+    assert any("recorded no criteria" in note for note in summary.notes)
+    assert [c.name for c in summary.criteria_sets] == ["seed003", "strict"]
+    inhouse = summary.system("inhouse")
+    assert set(inhouse.pass_rates) == {"seed003", "strict"}
+    assert inhouse.pass_rates["seed003"].rate == inhouse.pass_rate
+    assert inhouse.pass_rates["strict"].unavailable is None and inhouse.pass_rates["strict"].rate.n == 5
+    strict = summarize_run(store, RUN, GOLDEN, criteria="strict")
+    assert strict.criteria == "strict" and strict.system("inhouse").pass_rate == inhouse.pass_rates["strict"].rate
+
+
+def test_intent_sources_and_tool_call_compliance(store: Store) -> None:
+    summary = summarize_run(store, RUN, GOLDEN)
+    inhouse, baseline, retell = (summary.system(s).intent for s in ("inhouse", "baseline", "retell"))
+    assert inhouse.sources == {"system_label": 5} and inhouse.tool_call_compliance is None
+    assert "own intent label" in inhouse.compliance_note
+    assert retell.sources == {"tool_call": 4}  # the failed execution (e1) is not a turn to judge
+    assert (retell.tool_call_compliance.k, retell.tool_call_compliance.n) == (4, 4)
+    assert baseline.sources == {"inferred": 5}  # no label, no tool call: inferred from what it said
+    assert (baseline.tool_call_compliance.k, baseline.tool_call_compliance.n) == (0, 5)
+    assert baseline.judge != "none"
+    # nothing reported counts as wrong as reported; what was said is judged for every turn
+    assert baseline.accuracy_reported.k == 0 and baseline.accuracy_said.n == 5
+
+
+def test_latency_of_an_emulated_row_is_not_comparable_with_a_local_one(store: Store) -> None:
+    summary = summarize_run(store, RUN, GOLDEN)
+    comparisons = {c.system: c for c in summary.comparisons}
+    assert summary.system("retell").latency_basis == "emulator profile"
+    assert summary.system("inhouse").latency_basis == "in-process"
+    assert comparisons["retell"].ttft_verdict == "not comparable" and not comparisons["retell"].latency_comparable
+    assert comparisons["baseline"].latency_comparable  # two in-process rows
+    verdicts = {v.metric: v for v in summary.baseline_verdicts}
+    assert verdicts["ttft_ms"].verdict != "not comparable" and verdicts["ttft_ms"].min_effect == 5.0
+    assert verdicts["pass_rate_strict"].label.startswith("Golden pass rate (strict")
+
+
+def test_faithfulness_is_judged_against_the_shared_context(tmp_path: Path) -> None:
+    store = Store(tmp_path / "ctx.sqlite")
+    info = RunInfo(run_id="ctx", created_at="2026-12-01T00:00:00", finished_at=None, status="finished",
+                   dataset_path="hand-made.json", dataset_sha256="f" * 64, trials=1, harness_version="t",
+                   config={"criteria": "strict", "context_strategy": "shared_retriever"},
+                   systems=[SystemInfo(id="a", adapter="x", mode="local"), SystemInfo(id="b", adapter="y",
+                                                                                      mode="local")])
+    store.create_run(info)
+    answer = "De bezoekuren zijn van twee uur tot acht uur."
+    shared = ["Bezoekuren: 14:00 tot 20:00."]
+    # identical answers; b's own retrieval found nothing - it must not matter
+    for system, own in (("a", shared), ("b", ["Parkeren kost twee euro."])):
+        store.record_turn(TurnRecord(run_id="ctx", system_id=system, entry_id="e1", status="succeeded",
+                                     answer=answer, conversational_intent="answered", retrieved_context=own,
+                                     shared_context=shared))
+    summary = summarize_run(store, "ctx", GOLDEN)
+    a, b = summary.system("a").faithfulness, summary.system("b").faithfulness
+    assert a.mean == b.mean and a.context_sources == b.context_sources == {CONTEXT_SHARED: 1}
+    assert summary.context_strategy == "shared_retriever" and "same passages" in summary.context_note
+    store.close()
+    old = _store(tmp_path / "old")  # records without shared_context: each system's own, labelled
+    summary = summarize_run(old, RUN, GOLDEN)
+    assert summary.context_strategy == "not recorded"
+    assert summary.system("inhouse").faithfulness.context_sources == {CONTEXT_OWN: 2}
+    old.close()
+
+
+def test_judged_columns_show_their_judge_and_calibration(store: Store, tmp_path: Path) -> None:
+    from bench.scoring import checkers
+
+    rows = [
+        {"checker": "refusal.declines", "judge": checkers.name("refusal"), "language": "nl", "n": 40,
+         "precision": 0.95, "recall": 0.9, "kappa": 0.88, "status": "ok"},
+        {"checker": "faithfulness", "judge": OFFLINE_JUDGE_NAME, "language": "fr", "n": 40, "precision": 0.6,
+         "recall": 0.5, "kappa": 0.31, "status": "UNCALIBRATED"},
+        {"checker": "intent", "judge": "some-other-judge v9", "language": "all", "n": 160, "precision": 0.9,
+         "recall": 0.9, "kappa": 0.9, "status": "ok"},
+    ]
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"format": "voice-bench-calibration/1", "judges": {}, "results": rows}),
+                    encoding="utf-8")
+    summary = summarize_run(store, RUN, GOLDEN, calibration_path=path)
+    columns = {c.checker: c for c in summary.judged_columns}
+    assert columns["refusal"].status == "calibrated" and columns["refusal"].judge == checkers.name("refusal")
+    assert columns["refusal"].calibration[0].language == "declines nl"
+    assert columns["refusal"].calibration[0].kappa == pytest.approx(0.88)
+    assert columns["faithfulness"].status == "uncalibrated" and "fr" in columns["faithfulness"].note
+    assert "calibration measured some-other-judge v9" in columns["intent"].note  # not the judge used here
+    assert columns["key_facts"].status == "not calibrated yet"
+    missing = summarize_run(store, RUN, GOLDEN, calibration_path=tmp_path / "absent.json")
+    assert {c.status for c in missing.judged_columns} == {"not calibrated yet"}
+
+
+def test_min_effect_comes_from_the_run_config(tmp_path: Path) -> None:
+    from bench.errors import ConfigError
+    from bench.metrics.summary import configured_min_effect
+
+    def run(config: dict) -> RunInfo:
+        return RunInfo(run_id="m", created_at="", finished_at=None, status="", dataset_path="", dataset_sha256="",
+                       trials=1, systems=[], config=config, harness_version="")
+
+    assert configured_min_effect(run({})).latency_ms == 5.0
+    assert configured_min_effect(run({"min_effect": {"latency_ms": 20}})).latency_ms == 20.0
+    with pytest.raises(ConfigError, match="min_effect.latency"):
+        configured_min_effect(run({"min_effect": {"latency": 20}}))

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.faithfulness import OFFLINE_JUDGE_NAME
 from bench.metrics import summarize_run
-from bench.prometheus import escape_label_value, render
 from bench.perf.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
+from bench.prometheus import escape_label_value, render
 from bench.store import Store
 
 _SAMPLE = re.compile(
@@ -101,7 +102,16 @@ def test_values_and_labels_match_the_summary(summary) -> None:
         x.startswith("voice_bench_ttfa_p50_ms{") and 'system="inhouse"' in x for x in text.splitlines()
     )
     info = next(x for x in text.splitlines() if x.startswith("voice_bench_run_info{"))
-    assert 'judge="offline-claim-overlap v1"' in info and info.endswith(" 1")
+    assert f'judge="{OFFLINE_JUDGE_NAME}"' in info and info.endswith(" 1")
+    assert 'criteria="strict"' in info and 'context_strategy="shared_retriever"' in info
+    # both criteria sets and tool-call compliance are their own families
+    for family, getter in (("voice_bench_pass_rate_strict", lambda s: s.pass_rates["strict"].rate.rate),
+                           ("voice_bench_pass_rate_seed003", lambda s: s.pass_rates["seed003"].rate.rate)):
+        line = next(x for x in text.splitlines() if x.startswith(family + "{") and 'system="retell"' in x)
+        assert float(line.rsplit(" ", 1)[1]) == pytest.approx(getter(retell))
+    compliance = [x for x in text.splitlines() if x.startswith("voice_bench_tool_call_compliance{")]
+    assert any('system="retell"' in x for x in compliance)
+    assert not any('system="inhouse"' in x for x in compliance)  # labels its own intent: no such figure
 
 
 def test_prometheus_client_parses_it(summary) -> None:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.faithfulness import OFFLINE_JUDGE_NAME
 from bench.metrics import RunSummary
-from bench.report import compare_runs, write_report
 from bench.perf.synthetic import SyntheticSystem, build_synthetic_run, synthetic_golden
+from bench.report import compare_runs, write_report
 from bench.store import Store
 
 XSS = "<script>window.__pwned=1</script> De bezoekuren zijn van twee tot acht."
@@ -134,13 +135,23 @@ def test_html_is_self_contained_and_escapes_system_text(report) -> None:
         "EMULATED rows in this report",
         "BASELINE",
         "How to read this",
-        "offline-claim-overlap v1",
+        OFFLINE_JUDGE_NAME,
         "Pricing date",
         "not rated",
         "Regressions since run-1",
         "turns.csv",
+        "Golden criteria",
+        "strict v1",
+        "seed003 v1",
+        "shared_retriever",
+        "Intent: where it came from",
+        "Tool-call compliance",
+        "Judges and their agreement",
+        '<span class="pill nc">not comparable</span>',  # retell's (EMULATED) TTFT against the local reference
     ):
-        assert needle in html
+        assert needle in html, needle
+    # both pass rates per system in the headline; the gate's criteria marked
+    assert html.count("Pass strict") == 1 and html.count("Pass seed003") == 1 and "Pass strict ★" in html
 
 
 def test_compare_runs_lists_the_regressions(report, golden) -> None:
@@ -152,6 +163,7 @@ def test_compare_runs_lists_the_regressions(report, golden) -> None:
     assert pass_rate.emulated and pass_rate.test.startswith("McNemar")
     assert by_metric[("retell", "ttft_p50_ms")].significant
     assert ("inhouse", "pass_rate") not in by_metric  # unchanged: nothing to report
+    assert all(r.unit != "ms" or r.after - r.before >= 5.0 for r in regressions)  # practical significance
     reverse = {(r.system, r.metric) for r in compare_runs(store, "run-2", "run-1", golden)}
     assert ("retell", "pass_rate") not in reverse and ("retell", "ttft_p50_ms") not in reverse
 
@@ -218,3 +230,24 @@ def test_axis_ticks_cover_the_largest_value() -> None:
     for high in (0.3, 1.0, 7.2, 15.33 * 1.08, 1034.0, 99_999.0):
         ticks = nice_ticks(0.0, high)
         assert ticks[0] <= 0.0 and ticks[-1] >= high and len(ticks) >= 2
+
+
+def test_compare_warns_when_the_runs_differ(tmp_path: Path, golden) -> None:
+    from bench.report import run_differences
+
+    store = Store(tmp_path / "w.sqlite")
+    a = build_synthetic_run(store, golden, n_turns=40, run_id="a", systems=SYSTEMS[:2], criteria=None)
+    b = build_synthetic_run(store, golden, n_turns=40, run_id="b", systems=SYSTEMS, seed=3)
+    warnings = run_differences(a, b)
+    assert any(w.startswith("different criteria") and "seed003 (not recorded)" in w for w in warnings)
+    assert any(w.startswith("different systems") and "retell" in w for w in warnings)
+    assert any(w.startswith("different context strategies") for w in warnings)
+    other = synthetic_golden(12, seed=99)
+    c = build_synthetic_run(store, other, n_turns=24, run_id="c", systems=SYSTEMS, seed=4)
+    assert any(w.startswith("different datasets") for w in run_differences(b, c))
+    assert run_differences(b, b) == []
+    paths = write_report(store, "b", golden, tmp_path / "out", compare_run_id="a")
+    html = paths.html.read_text(encoding="utf-8")
+    assert 'id="compare-warnings"' in html and "different criteria" in html
+    assert "Warning" in paths.markdown.read_text(encoding="utf-8")
+    store.close()

@@ -75,7 +75,8 @@ def test_paired_latency_test_exact_wilcoxon_and_direction() -> None:
     test = stats.paired_latency_test(a, b)
     # all six signed ranks positive: exact two-sided p = 2 / 2**6
     assert test.p_value == pytest.approx(2 / 64)
-    assert test.effect == pytest.approx(17.5)
+    assert test.effect == pytest.approx(17.5)  # Hodges-Lehmann: the Walsh averages of 5..30 centre on 17.5
+    assert test.median_difference == pytest.approx(17.5)
     assert stats.verdict(test, higher_is_better=False) == "no"  # a is significantly slower
     assert stats.paired_latency_test([1.0, np.nan], [np.nan, 2.0]).n_pairs == 0
     ties = stats.paired_latency_test([5.0, 6.0], [5.0, 6.0])
@@ -134,3 +135,68 @@ def test_krippendorff_alpha_interval_hand_computed() -> None:
     assert stats.krippendorff_alpha_interval([[1, 2], [3, 3]]) == pytest.approx(8 / 11)
     assert stats.krippendorff_alpha_interval([[4, 4], [2, 2], [5, 5]]) == pytest.approx(1.0)
     assert stats.krippendorff_alpha_interval([[3], [4]]) is None  # no item rated twice
+
+
+def _walsh(d: np.ndarray) -> np.ndarray:
+    i, j = np.triu_indices(d.size)
+    return np.sort((d[i] + d[j]) / 2)
+
+
+@pytest.mark.parametrize("n", [6, 13, 40, 61, 250])
+def test_hodges_lehmann_matches_brute_force_walsh_averages(n: int) -> None:
+    rng = np.random.default_rng(n)
+    d = np.round(rng.normal(3.0, 10.0, size=n), 1)  # rounding makes ties, as real latencies have
+    walsh = _walsh(d)
+    hl = stats.hodges_lehmann(d)
+    assert hl.estimate == pytest.approx(float(np.median(walsh)))
+    c = stats._signed_rank_lower_count(n, 0.95)
+    if c >= 1:
+        assert (hl.ci.low, hl.ci.high) == pytest.approx((walsh[c - 1], walsh[walsh.size - c]))
+    else:
+        assert hl.ci.low is None
+
+
+def test_signed_rank_critical_counts_match_the_exact_distribution() -> None:
+    # n = 6: the smallest two-sided p is 2/64 < 0.05, so the interval is [W_(1), W_(21)]; n = 5 has none
+    assert stats._signed_rank_lower_count(5, 0.95) == 0
+    assert stats._signed_rank_lower_count(6, 0.95) == 1
+    # tabled lower critical value of T for n = 13 at two-sided alpha 0.05 is 17: c = 17 + 1
+    assert stats._signed_rank_lower_count(13, 0.95) == 18
+    # the normal approximation continues the exact values smoothly
+    exact, approx = stats._signed_rank_lower_count(60, 0.95), stats._signed_rank_lower_count(61, 0.95)
+    assert 0 < approx - exact < 40
+
+
+def test_one_outlier_does_not_flip_the_direction() -> None:
+    # 20 pairs 1 ms faster and one 100 ms slower: the mean says slower, the median, the Hodges-Lehmann estimate and
+    # the Wilcoxon test say faster - and the verdict follows the test
+    diff = np.array([-1.0] * 20 + [100.0])
+    test = stats.paired_latency_test(diff, np.zeros(21))
+    assert diff.mean() > 0 and test.effect == pytest.approx(-1.0) and test.direction < 0
+    assert test.significant and test.effect_ci.high < 0
+    assert stats.verdict(test, higher_is_better=False) == "yes"  # faster ...
+    assert stats.verdict(test, higher_is_better=False, min_effect=5.0) == "negligible"  # ... by less than 5 ms
+
+
+def test_practical_significance_and_comparability_decide_the_verdict() -> None:
+    rng = np.random.default_rng(4)
+    a = rng.normal(500.0, 5.0, size=4000)
+    tiny = stats.paired_latency_test(a + 0.2, a + rng.normal(0, 0.05, size=a.size))  # a 0.2 ms shift
+    assert tiny.significant and abs(tiny.effect - 0.2) < 0.05
+    minimum = stats.MinimumEffect()
+    assert (minimum.latency_ms, minimum.rate_points) == (5.0, 1.0)
+    assert stats.verdict(tiny, False, min_effect=minimum.for_kind("latency")) == "negligible"
+    big = stats.paired_latency_test(a + 40.0, a)
+    assert stats.verdict(big, False, min_effect=5.0) == "no"
+    assert stats.verdict(big, False, min_effect=5.0, comparable=False) == "not comparable"
+    rates = stats.mcnemar_exact([True] * 30 + [False] * 70, [False] * 30 + [False] * 70)
+    assert stats.verdict(rates, True, min_effect=minimum.for_kind("rate")) == "yes"
+    assert stats.verdict(rates, True, min_effect=0.5) == "negligible"
+
+
+def test_hodges_lehmann_selection_scales_to_large_samples() -> None:
+    rng = np.random.default_rng(9)
+    d = rng.normal(2.0, 10.0, size=50_000)
+    hl = stats.hodges_lehmann(d)
+    assert hl.ci.low < hl.estimate < hl.ci.high
+    assert abs(hl.estimate - 2.0) < 0.3 and hl.ci.high - hl.ci.low < 0.5

@@ -22,7 +22,7 @@ async def evaluate_adapter(adapter: SystemUnderTest, golden: GoldenSet, *, syste
     store = store or Store(":memory:")
     try:
         outcome = await run_benchmark(config, golden, store, progress=False, adapters={system.id: adapter})
-        return report_from_records(golden.entries, store.turns(outcome.run_id, system.id))
+        return report_from_records(golden.entries, store.turns(outcome.run_id, system.id), criteria=config.criteria)
     finally:
         if own:
             store.close()

@@ -348,11 +348,14 @@ def build_synthetic_run(
     created_at: datetime | None = None,
     answer_overrides: dict[tuple[str, str], str] | None = None,
     distinct_answers: bool = False,
+    criteria: str | None = "strict",
 ) -> RunInfo:
     """Record a synthetic run of about ``n_turns`` turns (entries x systems x trials) into ``store``.
 
     ``distinct_answers`` prefixes every answer with a unique word, so that no two turns share an answer (the
-    worst case for the report's scorer, which scores each distinct answer once).
+    worst case for the report's scorer, which scores each distinct answer once). The run records ``criteria``
+    and the ``shared_retriever`` context strategy (every turn carries the same passages per entry), like a run
+    of the engine; ``criteria=None`` records neither, like a run from before criteria existed.
     """
     rng = np.random.default_rng(seed)
     trials = max(1, round(n_turns / (len(golden.entries) * len(systems))))
@@ -376,7 +379,8 @@ def build_synthetic_run(
             )
             for s in systems
         ],
-        config={"synthetic": True, "seed": seed},
+        config={"synthetic": True, "seed": seed,
+                **({"criteria": criteria, "context_strategy": "shared_retriever"} if criteria else {})},
         harness_version="synthetic",
     )
     store.create_run(info)
@@ -423,6 +427,7 @@ def build_synthetic_run(
                     ttfa_ms=ttft + float(rng.lognormal(np.log(120), 0.3)) if system.audio else None,
                     completion_ms=ttft + out_seconds * 1000 * (1.0 if system.audio else 0.05),
                     retrieved_context=[f[0] for f in _FACTS[entry.language][:2]],
+                    shared_context=[f[0] for f in _FACTS[entry.language][:2]] if criteria else [],
                     started_at=created.isoformat(),
                 )
                 if system.adapter == "inhouse":

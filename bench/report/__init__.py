@@ -29,6 +29,7 @@ from bench.metrics import RunSummary, load_run, phase, summarize_frame
 from bench.report import charts
 from bench.report.compare import Regression, TrendPoint, compare_frames, compare_runs, run_differences, trend
 from bench.report.markdown import render_markdown
+from bench.scoring.judges import ScoringJudges
 from bench.store import Store
 from bench.voice_shape import SUB_CHECKS
 
@@ -323,6 +324,12 @@ def _start_turns_csv(frame: pd.DataFrame, path: Path) -> Callable[[], None]:
     return wait
 
 
+def _calibration_path(out_dir: Path) -> Path | None:
+    """``calibration.json`` beside the run folders (``reports/``), else the project's ``reports/`` one."""
+    beside = out_dir.parent / "calibration.json"
+    return beside if beside.exists() else None
+
+
 def write_report(
     store: Store,
     run_id: str,
@@ -332,15 +339,17 @@ def write_report(
     compare_run_id: str | None = None,
     judge: FaithfulnessJudge | None = None,
     timings: dict[str, float] | None = None,
+    judges: ScoringJudges | None = None,
 ) -> ReportPaths:
     """Write report.html, report.md, summary.json and turns.csv for ``run_id`` into ``out_dir``.
 
-    ``timings``, when given, receives the wall time of each step (used by ``scripts/bench-report``).
+    ``timings``, when given, receives the wall time of each step (used by ``scripts/bench-report``); ``judges``
+    chooses the intent and refusal judges (default: the offline checkers).
     """
     judge = judge or OfflineFaithfulnessChecker()
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    run, frame, info = load_run(store, run_id, golden, judge, timings=timings)
+    run, frame, info = load_run(store, run_id, golden, judge, timings=timings, judges=judges)
     paths = ReportPaths(
         html=out_dir / "report.html",
         markdown=out_dir / "report.md",
@@ -354,12 +363,13 @@ def write_report(
         from bench.review.aggregate import ratings_for_summary
 
         fluency = ratings_for_summary(store, run.run_id)
-        summary = summarize_frame(run, frame, golden, judge.name, info.as_dict(), fluency_ratings=fluency)
+        summary = summarize_frame(run, frame, golden, judge.name, info.as_dict(), fluency_ratings=fluency,
+                                  calibration_path=_calibration_path(out_dir), judges=judges)
     regressions = None
     compare_warnings: list[str] = []
     if compare_run_id is not None:
         before, before_frame, _ = load_run(store, compare_run_id, golden, judge, timings=timings,
-                                           criteria=summary.criteria)
+                                           criteria=summary.criteria, judges=judges)
         with phase(timings, "compare"):
             regressions = compare_frames(before, before_frame, run, frame, min_effect=summary.min_effect)
             compare_warnings = run_differences(before, run)
@@ -374,6 +384,10 @@ def write_report(
             render_html(summary, frame, points, regressions, compare_run_id, generated_at, compare_warnings),
             encoding="utf-8",
         )
+    with phase(timings, "simulation section"):  # multi-turn simulations, if any were run (bench/simulation/report)
+        from bench.simulation.report import add_to_report
+
+        add_to_report(paths.html, paths.markdown)
     with phase(timings, "write turns.csv (wait)"):
         wait_for_csv()
     return paths

@@ -48,11 +48,22 @@ _VERDICT_FORMATS = {
 }
 
 
-def render_markdown(summary: RunSummary, regressions: list[Regression] | None = None) -> str:
+def _pass(rate) -> str:
+    if rate is None:
+        return "–"
+    if rate.unavailable:
+        return "unavailable"
+    return f"{_pct(rate.rate.rate)}{_ci(rate.rate.ci.low, rate.rate.ci.high)} (n={rate.rate.n})"
+
+
+def render_markdown(summary: RunSummary, regressions: list[Regression] | None = None,
+                    compare_warnings: list[str] | None = None) -> str:
     lines = [f"# voice-agent-bench · run `{_esc(summary.run_id)}`", ""]
+    criteria = summary.criteria + ("" if summary.criteria_recorded else " (not recorded; assumed)")
     lines.append(
         f"Dataset `{_esc(summary.golden_path)}` (sha256 {summary.golden_sha256[:12]}) · trials "
-        f"{summary.trials} · faithfulness judge: **{_esc(summary.judge)}** · pricing dates: "
+        f"{summary.trials} · gated on criteria **{_esc(criteria)}** · context strategy "
+        f"`{_esc(summary.context_strategy)}` · faithfulness judge: **{_esc(summary.judge)}** · pricing dates: "
         f"{', '.join(sorted(set(summary.pricing_dates.values()))) or 'n/a'}"
     )
     lines.append("")
@@ -62,19 +73,24 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
             "loopback emulators; their numbers describe the emulator's configured profile, not the vendor."
         )
         lines.append("")
+    order = [summary.criteria, *(c.name for c in summary.criteria_sets if c.name != summary.criteria)]
     lines.append(
-        "| System | Role | Mode | Pass rate [95% CI] | Intent | TTFT p50 ms | TTFT p95 ms | Compliance | "
-        "Faithfulness | Refusal | Over-refusal | $ / 1k turns | Vendor $ / 1k | Fluency |"
+        "| System | Role | Mode | " + " | ".join(f"Pass {name} [95% CI]" for name in order) + " | Intent | "
+        "Tool calls | TTFT p50 ms | TTFT p95 ms | Compliance | Faithfulness | Refusal | Over-refusal | $ / 1k turns | "
+        "Vendor $ / 1k | Fluency |"
     )
-    lines.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    lines.append("|" + "---|" * (15 + len(order)))
     for s in summary.systems:
         role = {"reference": "reference", "baseline": "**BASELINE**"}.get(s.role, "candidate")
         mode = "**EMULATED**" if s.emulated else s.mode
         fluency = "not rated" if s.fluency.status != "rated" else f"{s.fluency.mean:.2f}"
+        tools = "n/a"
+        if s.intent is not None and s.intent.tool_call_compliance is not None:
+            tools = _pct(s.intent.tool_call_compliance.rate)
         lines.append(
-            f"| {_esc(s.id)} | {role} | {mode} | {_pct(s.pass_rate.rate)}"
-            f"{_ci(s.pass_rate.ci.low, s.pass_rate.ci.high)} (n={s.pass_rate.n}) | "
-            f"{_pct(s.intent_accuracy.rate)} | {_ms(s.ttft_ms.p50)} | {_ms(s.ttft_ms.p95)} | "
+            f"| {_esc(s.id)} | {role} | {mode} | "
+            + " | ".join(_pass(s.pass_rates.get(name)) for name in order) + " | "
+            f"{_pct(s.intent_accuracy.rate)} | {tools} | {_ms(s.ttft_ms.p50)} | {_ms(s.ttft_ms.p95)} | "
             f"{_pct(s.compliance.overall.rate)} | "
             f"{'–' if s.faithfulness.mean is None else f'{s.faithfulness.mean:.2f}'} | "
             f"{_pct(s.safety.refusal_on_must_refuse.rate)} | {_pct(s.safety.over_refusal_on_benign.rate)} | "
@@ -101,6 +117,9 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
     if regressions is not None:
         lines.append("## Regressions")
         lines.append("")
+        for warning in compare_warnings or []:
+            lines.append(f"> **Warning**: {_esc(warning)}")
+            lines.append("")
         if not regressions:
             lines.append("No metric got worse.")
         for r in regressions:
