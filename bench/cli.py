@@ -89,8 +89,10 @@ def _write_report(store: Store, run_id: str, golden: GoldenSet, reports_dir: Pat
                   compare: str | None = None) -> Path:
     from bench.faithfulness import judge_from_env
     from bench.report import write_report
+    from bench.scoring.judges import from_env as scoring_judges
 
-    paths = write_report(store, run_id, golden, reports_dir / run_id, compare_run_id=compare, judge=judge_from_env())
+    paths = write_report(store, run_id, golden, reports_dir / run_id, compare_run_id=compare, judge=judge_from_env(),
+                         judges=scoring_judges())
     return paths.html
 
 
@@ -221,7 +223,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     try:
         run = store.get_run(args.run)
         golden = _golden_for_run(run)
-        result = evaluate_gate(store, run.run_id, args.system, golden, args.min_pass_rate, criteria=args.criteria)
+        from bench.scoring.judges import from_env as scoring_judges
+
+        result = evaluate_gate(store, run.run_id, args.system, golden, args.min_pass_rate, criteria=args.criteria,
+                               judges=scoring_judges())
         if args.junit:
             write_junit(Path(args.junit), store, result, golden)
     finally:
@@ -280,7 +285,9 @@ def cmd_score(args: argparse.Namespace) -> int:
     try:
         run = store.get_run(args.run)
         golden = _golden_for_run(run)
-        summary = summarize_run(store, run.run_id, golden, judge=judge_from_env())
+        from bench.scoring.judges import from_env as scoring_judges
+
+        summary = summarize_run(store, run.run_id, golden, judge=judge_from_env(), judges=scoring_judges())
     finally:
         store.close()
     out = _resolve(args.reports_dir) / run.run_id / "summary.json"
@@ -294,26 +301,6 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(f"  {system.id}{' [EMULATED]' if system.emulated else ''}: pass rate {rates} "
               f"(n={system.pass_rate.n})")
     print(f"summary: {out}")
-    return EXIT_OK
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    from bench.faithfulness import judge_from_env
-    from bench.metrics import summarize_run
-    from bench.prometheus import render
-
-    store = _open_store(_store_path(args), must_exist=True)
-    try:
-        run = store.get_run(args.run)
-        summary = summarize_run(store, run.run_id, _golden_for_run(run), judge=judge_from_env())
-    finally:
-        store.close()
-    text = render(summary)
-    if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"prometheus: {args.output}")
-    else:
-        sys.stdout.write(text)
     return EXIT_OK
 
 
@@ -420,11 +407,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     export = sub.add_parser("export", help="export headline figures")
     export_sub = export.add_subparsers(dest="format", required=True, parser_class=_Parser)
-    prom = export_sub.add_parser("prometheus", help="Prometheus text exposition format")
-    prom.add_argument("run", nargs="?", default="latest")
-    prom.add_argument("--output", "-o")
-    prom.add_argument("--store")
-    prom.set_defaults(func=cmd_export)
+    prom = export_sub.add_parser("prometheus", help="Prometheus figures: stdout, --serve, --textfile, --pushgateway")
+    prom.add_argument("run", nargs="?", default="latest", help="stored run (default latest, re-read on every scrape)")
+    prom.add_argument("--output", "-o", help="write the exposition to this file instead of stdout")
+    prom.add_argument("--store", help="store file (default reports/bench.sqlite)")
+    from bench.dashboards.cli import add_prometheus_options  # --serve, --textfile, --pushgateway (bench/dashboards)
+
+    add_prometheus_options(prom)
 
     runs = sub.add_parser("runs", help="list stored runs")
     runs.add_argument("--store")
@@ -447,6 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
     from bench.simulation.cli import add_parser as add_simulate_parser  # voice-bench simulate (bench/simulation)
 
     add_simulate_parser(sub, _Parser)
+
+    from bench.checks.cli import add_commands as add_check_commands  # voice-bench calibrate / check-answer
+
+    add_check_commands(sub)
     return parser
 
 
