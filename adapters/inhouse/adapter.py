@@ -135,6 +135,10 @@ class InhouseSession(StreamingSession):
     async def end_input(self) -> None:
         """Nothing to commit: the front end's endpointer decides when the caller has finished."""
 
+    def expect_utterance(self, text: str) -> None:
+        """Oracle transcript of the next speech segment, for callers whose words are chosen turn by turn."""
+        self._script.append(text)
+
     async def _respond(self, response_id: str, text: str, announce: bool = True) -> None:
         async with self._one_at_a_time:
             request = QueryRequest(question=text, language=self.spec.language,

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import shutil
 import subprocess
+import threading
 import wave
 from pathlib import Path
 
@@ -51,7 +53,7 @@ class SpeechSynthesizer:
             frames = wav.readframes(wav.getnframes())
         pcm = resample_pcm16(frames, rate, CANONICAL_RATE)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp")  # parallel writers
         tmp.write_bytes(pcm)
         tmp.replace(path)
         self.synthesized += 1

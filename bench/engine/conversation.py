@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,9 +108,12 @@ async def text_exchange(session: Session, tap: EventTap, text: str) -> Exchange:
 
 
 async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorder: DuplexRecorder, *,
-                         line_open: bool, frame_ms: float = 20.0) -> Exchange:
+                         line_open: bool, frame_ms: float = 20.0,
+                         line: Callable[[int], bytes] | None = None) -> Exchange:
+    """One spoken exchange; ``line`` gives what the open line carries after the speech (room noise), default
+    digital silence."""
     exchange = Exchange(input_mode="audio", started=now())
-    pump = AudioPump(session, recorder, frame_ms=frame_ms)
+    pump = AudioPump(session, recorder, frame_ms=frame_ms, line=line)
 
     async def read() -> None:
         await _read_until_done(tap, exchange)

@@ -10,6 +10,7 @@ the send stamp of the frame holding the last non-silent sample, minus the audio 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,11 +39,13 @@ class PumpResult:
 
 class AudioPump:
     def __init__(self, session: Session, recorder: DuplexRecorder, *, frame_ms: float = 20.0,
-                 sample_rate: int = CANONICAL_RATE):
+                 sample_rate: int = CANONICAL_RATE, line: Callable[[int], bytes] | None = None):
         self.session = session
         self.recorder = recorder
         self.frame_ms = frame_ms
         self.sample_rate = sample_rate
+        #: what the open line carries after the speech, given a byte count (default: digital silence)
+        self.line = line
         self.stop = asyncio.Event()
         self.speech_ended = asyncio.Event()
         self.result: PumpResult | None = None
@@ -66,7 +69,7 @@ class AudioPump:
             delay = started + (index + 1) * step - now()
             if delay > 0:
                 await asyncio.sleep(delay)
-            frame = frames[index] if speaking else quiet
+            frame = frames[index] if speaking else (self.line(len(quiet)) if self.line else quiet)
             await self.session.push_audio(frame)
             sent = now()
             self.recorder.caller(sent, frame)

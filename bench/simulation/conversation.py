@@ -1,0 +1,657 @@
+"""One trial: the simulated caller and the system under test on ONE session, turn after turn.
+
+The engine launches the system; this driver opens one session (``LaunchedSystem.session_spec`` +
+``open_session``) and runs every exchange on it with the engine's drivers: ``text_exchange``, or
+``audio_exchange`` — the full-duplex pump streams the caller's speech (mixed with the environment on the evaluator
+side) paced in real time and, for endpoints with server VAD, keeps the line open with silence while the events are
+read. ``pace_audio: false`` sends the frames of a commit-driven endpoint without pacing (deterministic CI; the
+timing figures are then marked unpaced). Emulators are told what the caller says (``expect_utterance``).
+
+After each reply the persona picks the next line; the conversation ends when the agent closes it (a completion
+intent or tool, or it hangs up: ``endpoint_completion``), the persona is done (its reason), the turn limit or the
+time limit is reached. A scripted barge-in speaks the next line ``interrupt_at_ms`` into the agent's reply,
+calling ``interrupt()`` as a softphone with local VAD does, and records when — and whether — the agent stopped.
+
+Everything is stamped on the engine clock and both audio tracks are recorded on one timeline; the VAD-based
+figures are computed afterwards, off the event loop (``evidence``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from bench.audio.pcm import CANONICAL_RATE, split_frames
+from bench.audio.recorder import DuplexRecorder
+from bench.engine.clock import EventTap, Stamped, now
+from bench.engine.conversation import Exchange, audio_exchange, fold, hang_up, text_exchange
+from bench.engine.launch import LaunchedSystem
+from bench.engine.pump import AudioPump, last_voiced_sample
+from bench.protocol import (
+    AdapterError,
+    AudioDelta,
+    ErrorCode,
+    ErrorEvent,
+    Interrupted,
+    ResponseDone,
+    SessionSpec,
+    TextDelta,
+    ToolCall,
+    Transcript,
+    UserTurnSent,
+)
+from bench.protocol.redact import redact
+from bench.simulation.config import Environment, Persona, Scenario, Script
+from bench.simulation.mixer import EnvironmentMixer, MixReport
+from bench.simulation.personas import Caller, CallerLine, Message
+from bench.simulation.speech import LEAD_IN_MS, SpeechProvider, Voice
+from bench.simulation.voice_events import VoiceEventLog, pcm_meta
+
+#: a session passage starts with this, followed by the session document as JSON
+SESSION_PASSAGE_PREFIX = "Session data (JSON): "
+
+
+def session_passage(conversation_id: str, data: dict[str, Any], *, run_id: str, attempt: int) -> str:
+    """The session document as a knowledge passage: how an agent without ``evaluator.init`` learns its session."""
+    document = {"conversation_id": conversation_id, "run_id": run_id, "attempt": attempt, "data": data}
+    return SESSION_PASSAGE_PREFIX + json.dumps(document, default=str, sort_keys=True)
+
+
+def session_document(passages: list[str]) -> dict[str, Any] | None:
+    """The session document in an agent's knowledge passages (for agents the examples ship), if any."""
+    for passage in passages:
+        if passage.startswith(SESSION_PASSAGE_PREFIX):
+            with contextlib.suppress(ValueError):
+                value = json.loads(passage[len(SESSION_PASSAGE_PREFIX):])
+                if isinstance(value, dict):
+                    return value
+    return None
+
+
+class ConversationRecorder(DuplexRecorder):
+    """Both tracks of the whole conversation. The engine's driver asks for the caller-heard latency after each
+    exchange; here the VAD runs once after the conversation, off the event loop, so nothing is answered now.
+
+    ``shift`` is the audio time that unpaced sending skipped: each unpaced utterance is recorded as if it had been
+    spoken in real time, and everything after it moves on by its duration (0 for paced audio)."""
+
+    shift: float = 0.0
+
+    def _samples(self, t: float) -> int:
+        return max(0, round((t + self.shift - self.origin) * self.sample_rate))
+
+    def caller_heard_ms(self, speech_end: float) -> float | None:
+        return None
+
+    def playback_left_s(self, t: float) -> float:
+        """How much of the agent's audio the caller has still to hear at engine time ``t``."""
+        cursor = getattr(self, "_agent_cursor", 0)
+        return max(0.0, cursor / self.sample_rate - (t + self.shift - self.origin))
+
+#: the longest a caller waits for the agent's audio to finish playing before speaking anyway
+MAX_LISTEN_S = 30.0
+
+
+@dataclass
+class TrialPlan:
+    """Everything one trial needs (the same for every attempt)."""
+
+    run_id: str
+    system_id: str
+    cell_id: str
+    trial: int
+    seed: int
+    session_conversation_id: str
+    scenario: Scenario
+    persona: Persona | None
+    data: dict[str, Any]
+    script: Script | None
+    environment: Environment | None
+    environment_audio: dict[str, bytes]
+    input_mode: str
+    pace_audio: bool
+    speech: SpeechProvider | None
+    voice: Voice
+    caller_factory: Callable[[], Caller]
+    session_delivery: list[str] = field(default_factory=lambda: ["context"])
+    idle_timeout_s: float = 15.0
+    turn_timeout_s: float = 120.0
+    #: record both tracks (off for ``--no-audio`` runs)
+    record_audio: bool = True
+
+
+@dataclass
+class TurnResult:
+    index: int
+    turn_id: str
+    line: CallerLine | None
+    exchange: Exchange
+    folded: dict[str, Any]
+    started_utc: str
+    sent_audio: bytes | None = None
+    speech_start: float | None = None
+    speech_end: float | None = None
+    mix: MixReport | None = None
+    barge_in: dict[str, Any] | None = None
+    paced: bool = True
+    #: the recorder's ``shift`` for this turn: engine-clock time + shift = time on the recorded tracks
+    shift: float = 0.0
+
+    def on_tracks(self, t: float | None) -> float | None:
+        return None if t is None else t + self.shift
+
+    @property
+    def user_text(self) -> str:
+        return self.line.text if self.line else ""
+
+    @property
+    def agent_text(self) -> str:
+        return str(self.folded.get("answer") or "")
+
+
+@dataclass
+class AttemptResult:
+    spec: SessionSpec
+    turns: list[TurnResult]
+    exit_reason: str
+    stamps: list[Stamped]
+    origin: float
+    origin_utc: datetime
+    finished: float
+    recorder: ConversationRecorder | None
+    log: VoiceEventLog
+    notes: list[str] = field(default_factory=list)
+    non_fatal_errors: list[str] = field(default_factory=list)
+
+
+class PersonaFailure(Exception):
+    """The simulated caller (its chat model) could not produce a line."""
+
+
+class TrialDriver:
+    """Runs attempts of one trial on one launched system."""
+
+    def __init__(self, launched: LaunchedSystem, plan: TrialPlan):
+        self.launched = launched
+        self.plan = plan
+
+    def spec_for(self, attempt: int, log: VoiceEventLog) -> SessionSpec:
+        plan = self.plan
+        knowledge = list(plan.scenario.knowledge)
+        if "context" in plan.session_delivery:
+            knowledge.append(session_passage(plan.session_conversation_id, plan.data, run_id=plan.run_id,
+                                             attempt=attempt))
+        metadata = {"traceparent": log.traceparent(), "evaluator_conversation_id": plan.session_conversation_id,
+                    "scenario_id": plan.scenario.id, "trial": str(plan.trial)}
+        return self.launched.session_spec(
+            run_id=plan.run_id, conversation_id=plan.session_conversation_id, attempt=attempt,
+            language=plan.scenario.language, input_mode="audio" if plan.input_mode == "audio" else "text",
+            context=knowledge, instructions=plan.scenario.instructions, idle_timeout_s=plan.idle_timeout_s,
+            metadata=metadata)
+
+    async def run(self, attempt: int) -> AttemptResult:
+        plan = self.plan
+        origin, origin_utc = now(), datetime.now(UTC)
+        log = VoiceEventLog(session_id=plan.session_conversation_id, origin=origin, origin_utc=origin_utc)
+        spec = self.spec_for(attempt, log)
+        limit = plan.scenario.eval_spec.limits.max_time_seconds
+        deadline = origin + limit if limit else None
+        caller = plan.caller_factory()
+        mixer = EnvironmentMixer(plan.environment, plan.environment_audio, plan.seed)
+        recorder = ConversationRecorder(origin=origin) if plan.record_audio or plan.input_mode == "audio" else None
+        turns: list[TurnResult] = []
+        notes: list[str] = []
+        history: list[Message] = []
+        exit_reason = "max_turns"
+        log.add(now(), source="evaluator", direction="outbound", event_type="session.open", speaker="system",
+                attributes={"system_id": plan.system_id, "attempt": attempt, "input_mode": plan.input_mode})
+        try:
+            session = await asyncio.wait_for(self.launched.adapter.open_session(spec), plan.turn_timeout_s)
+        except TimeoutError:
+            self.launched.release(spec)
+            raise AdapterError(f"the session did not open within {plan.turn_timeout_s:g} s",
+                               code=ErrorCode.CONNECT) from None
+        except BaseException:
+            self.launched.release(spec)
+            raise
+        tap = EventTap(session.events()).start()
+        paced = plan.pace_audio or session.capabilities.server_vad
+        if not plan.pace_audio and session.capabilities.server_vad:
+            notes.append("pace_audio: false ignored: the endpoint detects the end of speech itself (server VAD), "
+                         "which needs real-time audio")
+        try:
+            agent_said = ""
+            greeting = await self._greeting(tap, recorder)
+            if greeting is not None:
+                turns.append(greeting)
+                agent_said = greeting.agent_text
+                history.append(Message("assistant", agent_said))
+            index = len(turns)
+            while True:
+                if len([t for t in turns if t.line is not None]) >= plan.scenario.max_turns:
+                    exit_reason = "max_turns"
+                    break
+                if deadline is not None and now() >= deadline:
+                    exit_reason = "max_time"
+                    break
+                await self._listen(recorder, paced)
+                try:
+                    line = await caller.next_line(agent_said, history)
+                except Exception as exc:  # the persona's model: a provider failure, not the agent's
+                    raise PersonaFailure(redact(f"{type(exc).__name__}: {exc}")) from None
+                if line is None:
+                    exit_reason = caller.done_reason
+                    break
+                barge = caller.barge_in_for(line)
+                index += 1
+                try:
+                    async with asyncio.timeout(self._budget(deadline)):
+                        if barge is not None:
+                            produced = await self._barge_in(session, tap, spec, recorder, mixer, log, index, line,
+                                                            barge, paced)
+                        else:
+                            produced = [await self._exchange(session, tap, spec, recorder, mixer, log, index, line,
+                                                             paced)]
+                except TimeoutError:
+                    if deadline is not None and now() >= deadline - 0.05:
+                        exit_reason = "max_time"
+                        break
+                    raise AdapterError(f"no complete reply within {plan.turn_timeout_s:g} s",
+                                       code=ErrorCode.TIMEOUT) from None
+                for result in produced:
+                    turns.append(result)
+                    if result.line is not None:
+                        history.append(Message("user", result.user_text))
+                    history.append(Message("assistant", result.agent_text))
+                    index = result.index
+                agent_said = produced[-1].agent_text
+                if self._completed(produced[-1]) or tap.ended:
+                    exit_reason = "endpoint_completion"
+                    break
+                if any(result.line is not None and result.line.final for result in produced):
+                    exit_reason = caller.done_reason
+                    break
+            wait = plan.script.post_script_completion_wait_seconds if plan.script else 0.0
+            if exit_reason == caller.done_reason and wait > 0:
+                await self._linger(tap, wait)
+        finally:
+            await hang_up(session, tap)  # session-scoped events it still sends land in tap.stamped
+            self.launched.release(spec)
+        log.add(now(), source="evaluator", direction="outbound", event_type="session.close", speaker="system",
+                attributes={"exit_reason": exit_reason})
+        self._log_endpoint_events(log, tap.stamped, turns)
+        errors = [f"{e.code}: {redact(e.message)}" for e in (i.event for i in tap.stamped)
+                  if isinstance(e, ErrorEvent) and not e.fatal]
+        fatal = next((i.event for i in tap.stamped if isinstance(i.event, ErrorEvent) and i.event.fatal), None)
+        if fatal is not None:
+            raise AdapterError(redact(fatal.message), code=fatal.code, retryable=fatal.retryable,
+                               retry_after_s=fatal.retry_after_s, vendor_code=fatal.vendor_code)
+        return AttemptResult(spec=spec, turns=turns, exit_reason=exit_reason, stamps=list(tap.stamped),
+                             origin=origin, origin_utc=origin_utc, finished=now(), recorder=recorder, log=log,
+                             notes=notes, non_fatal_errors=errors)
+
+    # -- helpers ------------------------------------------------------------------------------------------------
+    def _budget(self, deadline: float | None) -> float:
+        budget = self.plan.turn_timeout_s
+        if deadline is not None:
+            budget = min(budget, max(0.05, deadline - now()))
+        return budget
+
+    async def _listen(self, recorder: ConversationRecorder | None, paced: bool) -> None:
+        """A caller hears the agent out before answering: wait until its audio has played (unpaced: skip ahead)."""
+        if recorder is None:
+            return
+        left = min(MAX_LISTEN_S, recorder.playback_left_s(now()))
+        if left <= 0:
+            return
+        if paced:
+            await asyncio.sleep(left)
+        else:
+            recorder.shift += left
+
+    def _completed(self, result: TurnResult) -> bool:
+        conversation = self.plan.scenario.conversation
+        intent = result.folded.get("conversational_intent")
+        if intent and intent in conversation.completion_intents:
+            return True
+        called = {call.get("name") for call in result.folded.get("tool_calls", [])}
+        return bool(called & set(conversation.completion_tools))
+
+    async def _linger(self, tap: EventTap, seconds: float) -> None:
+        """After the script: wait for anything more the agent says (it may close the call itself)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                while await tap.next() is not None:
+                    pass
+
+    async def _greeting(self, tap: EventTap, recorder: ConversationRecorder | None) -> TurnResult | None:
+        wait = self.plan.scenario.conversation.greeting_wait_seconds
+        if wait <= 0:
+            return None
+        exchange = Exchange(input_mode="text", started=now())
+        exchange.zero = exchange.started
+        started_utc = datetime.now(UTC).isoformat(timespec="milliseconds")
+        try:
+            async with asyncio.timeout(wait):
+                await _read_reply(tap, exchange)
+        except TimeoutError:
+            if not exchange.stamps:
+                return None
+        _record_agent_audio(recorder, exchange.stamps)
+        return TurnResult(index=0, turn_id="turn-000", line=None, exchange=exchange, folded=fold(exchange),
+                          started_utc=started_utc, shift=recorder.shift if recorder else 0.0)
+
+    def _tell_endpoint(self, session: Any, spec: SessionSpec, text: str) -> None:
+        """Emulators have no recognizer: queue what the caller says (and a local stack's oracle, if it has one)."""
+        self.launched.expect_utterance(spec, text)
+        hook = getattr(session, "expect_utterance", None)
+        if callable(hook):
+            hook(text)
+
+    async def _speech(self, line: CallerLine, mixer: EnvironmentMixer, turn_number: int,
+                      strip_lead_in: bool = False) -> tuple[bytes, bytes, MixReport]:
+        assert self.plan.speech is not None
+        clean = await asyncio.to_thread(self.plan.speech.synthesize, line.text, self.plan.voice)
+        if strip_lead_in:
+            clean = clean[CANONICAL_RATE * LEAD_IN_MS // 1000 * 2:]
+        mixed, report = mixer.mix(turn_number, clean)
+        return clean, mixed, report
+
+    async def _exchange(self, session: Any, tap: EventTap, spec: SessionSpec, recorder: ConversationRecorder | None,
+                        mixer: EnvironmentMixer, log: VoiceEventLog, index: int, line: CallerLine,
+                        paced: bool) -> TurnResult:
+        turn_id = f"turn-{index:03d}"
+        started_utc = datetime.now(UTC).isoformat(timespec="milliseconds")
+        log.add(now(), source="persona", direction="internal", event_type="persona.line", speaker="user",
+                turn_id=turn_id, attributes=line.as_dict())
+        if self.plan.input_mode == "text":
+            log.add(now(), source="evaluator", direction="outbound", event_type="user.text.sent", speaker="user",
+                    turn_id=turn_id, attributes={"text": line.text})
+            exchange = await text_exchange(session, tap, line.text)
+            _record_agent_audio(recorder, exchange.stamps)
+            return TurnResult(index=index, turn_id=turn_id, line=line, exchange=exchange, folded=fold(exchange),
+                              started_utc=started_utc, shift=recorder.shift if recorder else 0.0)
+        assert recorder is not None
+        clean, mixed, mix = await self._speech(line, mixer, index)
+        if mix.layers or mix.transients:
+            log.add(now(), source="mixer", direction="internal", event_type="environment.mixed", speaker="user",
+                    turn_id=turn_id, attributes=mix.as_dict())
+        self._tell_endpoint(session, spec, line.text)
+        if paced:
+            exchange = await audio_exchange(session, tap, mixed, recorder,
+                                            line_open=session.capabilities.server_vad)
+        else:
+            exchange = await _unpaced_exchange(session, tap, mixed, recorder)  # type: ignore[arg-type]
+        speech_start, speech_end = _speech_bounds(exchange, clean, mixed)
+        exchange.speech_end = speech_end
+        exchange.zero = speech_end if speech_end is not None else exchange.zero
+        log.add(speech_start or exchange.started, source="evaluator", direction="outbound",
+                event_type="user.audio.sent", speaker="user", turn_id=turn_id, pcm=pcm_meta(len(mixed)),
+                attributes={"text": line.text})
+        if speech_end is not None:
+            log.add(speech_end, source="evaluator", direction="outbound", event_type="user.speech.ended",
+                    speaker="user", turn_id=turn_id)
+        return TurnResult(index=index, turn_id=turn_id, line=line, exchange=exchange, folded=fold(exchange),
+                          started_utc=started_utc, sent_audio=mixed, speech_start=speech_start,
+                          speech_end=speech_end, mix=mix, paced=paced, shift=recorder.shift)
+
+    async def _barge_in(self, session: Any, tap: EventTap, spec: SessionSpec, recorder: ConversationRecorder | None,
+                        mixer: EnvironmentMixer, log: VoiceEventLog, index: int, line: CallerLine,
+                        barge: CallerLine, paced: bool) -> list[TurnResult]:
+        """``line``, then ``barge`` spoken ``barge.interrupt_at_ms`` into the agent's reply to it."""
+        audio = self.plan.input_mode == "audio"
+        turn_a, turn_b = f"turn-{index:03d}", f"turn-{index + 1:03d}"
+        started_a = datetime.now(UTC).isoformat(timespec="milliseconds")
+        for turn_id, said in ((turn_a, line), (turn_b, barge)):
+            log.add(now(), source="persona", direction="internal", event_type="persona.line", speaker="user",
+                    turn_id=turn_id, attributes=said.as_dict())
+        first = Exchange(input_mode=self.plan.input_mode, started=now())
+        second = Exchange(input_mode=self.plan.input_mode, started=now())
+        reply_started = asyncio.Event()
+        first_done = asyncio.Event()
+        state: dict[str, Any] = {"reply_t": None, "barge_t": None, "interrupted_t": None, "done_t": None,
+                                 "done_status": None}
+
+        async def reader() -> None:
+            spoke = called = False
+            current = first
+            while True:
+                item = await tap.next()
+                if item is None:
+                    raise AdapterError("the event stream ended before the response was done",
+                                       code=ErrorCode.NO_RESPONSE)
+                current.stamps.append(item)
+                event = item.event
+                if isinstance(event, ErrorEvent) and event.fatal:
+                    raise AdapterError(redact(event.message), code=event.code, retryable=event.retryable,
+                                       retry_after_s=event.retry_after_s, vendor_code=event.vendor_code)
+                if isinstance(event, UserTurnSent) and current.zero is None and not audio:
+                    current.zero = item.t
+                if isinstance(event, (TextDelta, AudioDelta)) or (isinstance(event, Transcript)
+                                                                   and event.role == "agent"):
+                    spoke = True
+                    if current is first and state["reply_t"] is None:
+                        state["reply_t"] = item.t
+                        reply_started.set()
+                if current is first and isinstance(event, Interrupted) and state["interrupted_t"] is None:
+                    state["interrupted_t"] = item.t
+                called = called or isinstance(event, ToolCall)
+                if isinstance(event, ResponseDone) and (not (called and not spoke and not event.final_text)
+                                                        or event.status != "completed"):
+                    if current is first:
+                        state["done_t"], state["done_status"] = item.t, event.status
+                        first_done.set()
+                        current, spoke, called = second, False, False
+                        continue
+                    return
+
+        pumps: list[asyncio.Task[Any]] = []
+        sent: dict[str, float] = {}
+        clean_a = mixed_a = clean_b = mixed_b = None
+        mix_a = mix_b = None
+        pump_a = pump_b = None
+        read = asyncio.ensure_future(reader())
+        try:
+            if audio:
+                assert recorder is not None
+                clean_a, mixed_a, mix_a = await self._speech(line, mixer, index)
+                clean_b, mixed_b, mix_b = await self._speech(barge, mixer, index + 1, strip_lead_in=True)
+                self._tell_endpoint(session, spec, line.text)
+                pump_a = AudioPump(session, recorder)
+                first.started = now()
+                pumps.append(asyncio.ensure_future(pump_a.run(mixed_a, line_open=session.capabilities.server_vad)))
+            else:
+                await session.send_text(line.text)
+                sent["a"] = now()
+            waiter = asyncio.ensure_future(reply_started.wait())
+            done_waiter = asyncio.ensure_future(first_done.wait())
+            await asyncio.wait({waiter, done_waiter, read}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (waiter, done_waiter):
+                task.cancel()
+            if read.done():
+                read.result()
+            if reply_started.is_set() and not first_done.is_set():
+                target = state["reply_t"] + (barge.interrupt_at_ms or 0.0) / 1000.0
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(first_done.wait(), max(0.0, target - now()))
+                if not first_done.is_set():
+                    state["barge_t"] = now()
+                    log.add(state["barge_t"], source="evaluator", direction="outbound", event_type="barge_in.start",
+                            speaker="user", turn_id=turn_b,
+                            attributes={"offset_ms": round((state["barge_t"] - state["reply_t"]) * 1000.0, 1),
+                                        "requested_offset_ms": barge.interrupt_at_ms})
+                    if pump_a is not None:
+                        pump_a.stop.set()
+                        await pumps[0]
+                    await session.interrupt()
+                    log.add(now(), source="evaluator", direction="outbound", event_type="interrupt.requested",
+                            speaker="user", turn_id=turn_b)
+            # here the agent was barged in on, or its reply was already over
+            if audio:
+                assert recorder is not None and mixed_b is not None
+                if pump_a is not None and not pumps[0].done():
+                    pump_a.stop.set()
+                    await pumps[0]
+                self._tell_endpoint(session, spec, barge.text)
+                pump_b = AudioPump(session, recorder)
+                second.started = now()
+                pumps.append(asyncio.ensure_future(pump_b.run(mixed_b, line_open=session.capabilities.server_vad)))
+            else:
+                second.started = now()
+                await session.send_text(barge.text)
+                sent["b"] = now()
+            await read
+        finally:
+            for pump in (pump_a, pump_b):
+                if pump is not None:
+                    pump.stop.set()
+            for task in [*pumps, read]:
+                if not task.done():
+                    task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        for exchange, pump, clean, mixed in ((first, pump_a, clean_a, mixed_a), (second, pump_b, clean_b, mixed_b)):
+            if pump is not None and pump.result is not None and clean is not None and mixed is not None:
+                end = pump.result.speech_end
+                clean_last, mixed_last = last_voiced_sample(clean), last_voiced_sample(mixed)
+                if end is not None and clean_last is not None and mixed_last is not None:
+                    end -= max(0, mixed_last - clean_last) / CANONICAL_RATE
+                exchange.speech_end = end
+                exchange.zero = end if end is not None else exchange.started
+            elif exchange.zero is None:
+                exchange.zero = sent.get("a" if exchange is first else "b", exchange.started)
+        _record_agent_audio(recorder, first.stamps + second.stamps)
+        agent_audio_after = 0.0
+        if state["barge_t"] is not None:
+            agent_audio_after = sum(len(i.event.pcm16) / 2 / i.event.sample_rate * 1000.0 for i in first.stamps
+                                    if isinstance(i.event, AudioDelta) and i.t > state["barge_t"])
+
+        def ms(t: float | None) -> float | None:
+            return None if t is None or state["barge_t"] is None else round((t - state["barge_t"]) * 1000.0, 1)
+
+        evidence = {
+            "requested_offset_ms": barge.interrupt_at_ms,
+            "barged_in": state["barge_t"] is not None,
+            "actual_offset_ms": (round((state["barge_t"] - state["reply_t"]) * 1000.0, 1)
+                                 if state["barge_t"] is not None and state["reply_t"] is not None else None),
+            "agent_interrupted_event_after_ms": ms(state["interrupted_t"]),
+            "agent_response_done_after_ms": ms(state["done_t"]),
+            "agent_response_status": state["done_status"],
+            "agent_audio_received_after_barge_in_ms": round(agent_audio_after, 1),
+            "agent_stopped": state["barge_t"] is not None and state["done_status"] == "interrupted",
+            "reason": None if state["barge_t"] is not None else "the reply ended before the barge-in offset",
+            "barge_in_t": state["barge_t"],
+        }
+        results = []
+        for exchange, said, turn_id, clean, mixed, mix, started_utc in (
+                (first, line, turn_a, clean_a, mixed_a, mix_a, started_a),
+                (second, barge, turn_b, clean_b, mixed_b, mix_b, datetime.now(UTC).isoformat(timespec="milliseconds"))):
+            start = None
+            if clean is not None and exchange.speech_end is not None:
+                voiced = _first_voiced(clean)
+                start = exchange.started + voiced / CANONICAL_RATE if voiced is not None else None
+                log.add(start or exchange.started, source="evaluator", direction="outbound",
+                        event_type="user.audio.sent", speaker="user", turn_id=turn_id,
+                        pcm=pcm_meta(len(mixed or b"")), attributes={"text": said.text})
+                log.add(exchange.speech_end, source="evaluator", direction="outbound", event_type="user.speech.ended",
+                        speaker="user", turn_id=turn_id)
+            results.append(TurnResult(index=index if said is line else index + 1, turn_id=turn_id, line=said,
+                                      exchange=exchange, folded=fold(exchange), started_utc=started_utc,
+                                      sent_audio=mixed, speech_start=start, speech_end=exchange.speech_end,
+                                      mix=mix, paced=True, barge_in=evidence if said is barge else None,
+                                      shift=recorder.shift if recorder else 0.0))
+        return results
+
+    def _log_endpoint_events(self, log: VoiceEventLog, stamps: list[Stamped], turns: list[TurnResult]) -> None:
+        turn_of: dict[int, str] = {}
+        for turn in turns:
+            for item in turn.exchange.stamps:
+                turn_of[item.event.seq] = turn.turn_id
+        log.add_endpoint_events(stamps, turn_of)
+
+
+def _first_voiced(pcm: bytes) -> int | None:
+    import numpy as np
+
+    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2")
+    voiced = np.flatnonzero(np.abs(samples.astype(np.int32)) > 64)
+    return int(voiced[0]) if len(voiced) else None
+
+
+def _speech_bounds(exchange: Exchange, clean: bytes, mixed: bytes) -> tuple[float | None, float | None]:
+    """Start and end of the caller's speech on the engine clock. The pump stamps the last non-silent sample of what
+    it sent; with the environment mixed in that is the noise's, so it is moved back to the clean speech's end."""
+    end = exchange.speech_end
+    clean_last, mixed_last = last_voiced_sample(clean), last_voiced_sample(mixed)
+    if end is not None and clean_last is not None and mixed_last is not None and mixed_last > clean_last:
+        end -= (mixed_last - clean_last) / CANONICAL_RATE
+    first = _first_voiced(clean)
+    speech_start = exchange.started + first / CANONICAL_RATE if first is not None else None
+    return speech_start, end
+
+
+def _record_agent_audio(recorder: DuplexRecorder | None, stamps: list[Stamped]) -> None:
+    if recorder is None:
+        return
+    for item in stamps:
+        if isinstance(item.event, AudioDelta):
+            recorder.agent(item.t, item.event.pcm16, item.event.sample_rate)
+
+
+async def _read_reply(tap: EventTap, exchange: Exchange) -> None:
+    """Read until the agent's answer is done (a tool-only response is followed by the spoken one)."""
+    spoke = called = False
+    while True:
+        item = await tap.next()
+        if item is None:
+            raise AdapterError("the event stream ended before the response was done", code=ErrorCode.NO_RESPONSE)
+        exchange.stamps.append(item)
+        event = item.event
+        if isinstance(event, ErrorEvent) and event.fatal:
+            raise AdapterError(redact(event.message), code=event.code, retryable=event.retryable,
+                               retry_after_s=event.retry_after_s, vendor_code=event.vendor_code)
+        if isinstance(event, (TextDelta, AudioDelta)) or (isinstance(event, Transcript) and event.role == "agent"):
+            spoke = True
+        called = called or isinstance(event, ToolCall)
+        if isinstance(event, ResponseDone) and (not (called and not spoke and not event.final_text)
+                                                or event.status != "completed"):
+            return
+
+
+async def _unpaced_exchange(session: Any, tap: EventTap, speech: bytes,
+                            recorder: ConversationRecorder) -> Exchange:
+    """``pace_audio: false`` for a commit-driven endpoint: every frame at once, then ``end_input``. The utterance is
+    recorded as if spoken in real time (the recorder's ``shift`` grows by what the burst skipped); on the engine
+    clock the speech counts as having ended just before the commit."""
+    exchange = Exchange(input_mode="audio", started=now())
+    frames = split_frames(speech, 20.0)
+    step = 0.02
+    reader = asyncio.ensure_future(_read_reply(tap, exchange))
+    try:
+        sending = now()
+        for frame in frames:
+            await session.push_audio(frame)
+        committed = now()
+        for k, frame in enumerate(frames):
+            recorder.caller(sending + (k + 1) * step, frame)
+        spoken = len(frames) * step
+        recorder.shift += spoken - (committed - sending)
+        last = last_voiced_sample(speech)
+        trailing = (len(frames) * step * CANONICAL_RATE - 1 - last) / CANONICAL_RATE if last is not None else 0.0
+        exchange.started = committed - spoken
+        exchange.speech_end = committed - trailing
+        await session.end_input()
+        await reader
+    finally:
+        if not reader.done():
+            reader.cancel()
+            with contextlib.suppress(BaseException):
+                await reader
+    exchange.zero = exchange.speech_end
+    _record_agent_audio(recorder, exchange.stamps)
+    return exchange
