@@ -125,9 +125,11 @@ def _cut_pieces(text: str, value: str) -> str:
     return text
 
 
-#: credentials whose pieces are looked for: key-shaped values long enough that a piece identifies them (a URL's
-#: own credentials are registered separately, so a URL's common start never counts as a piece)
-_PIECEWISE = re.compile(r"[A-Za-z0-9_\-.+/=~]{12,}")
+#: credentials whose pieces are looked for: key-shaped values long enough, and random enough (a digit in them), that
+#: a piece identifies them — a word-like placeholder such as an emulator's "emulated-key" would otherwise take the
+#: word "emulated" out of every record (a URL's own credentials are registered separately, so a URL's common start
+#: never counts as a piece)
+_PIECEWISE = re.compile(r"(?=[^0-9]*[0-9])[A-Za-z0-9_\-.+/=~]{16,}")
 
 
 def redact(text: str) -> str:

@@ -110,3 +110,11 @@ def test_capabilities_missing():
     assert Capabilities().missing(["text_input", "interruption", "nonsense"]) == ["interruption", "nonsense"]
     with pytest.raises(ValidationError):
         Capabilities(unknown=True)
+
+
+def test_a_word_like_placeholder_does_not_take_words_out_of_records():
+    register_secret("placeholder-key")  # e.g. an emulator's key, resolved for a generic adapter's header
+    assert redact("mode emulated; placeholder used") == "mode emulated; placeholder used"
+    assert redact("key placeholder-key") == "key ***"
+    register_secret("canary-SECRET-987654")
+    assert "canary-SE" not in redact("cut short: canary-SECRET-98")  # a truncated copy of a random-looking key
