@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from websockets.exceptions import ConnectionClosed
 
 from adapters._shared.ws import WebsocketTransport, disconnect_error
-from adapters.generic.common import EndpointOptions, StallWatchdog, Target, live_target, session_target
+from adapters.generic.common import (
+    EndpointOptions,
+    StallWatchdog,
+    Target,
+    endpoint_error,
+    live_target,
+    session_target,
+)
 from bench.audio.pcm import resample_pcm16
 from bench.config import SystemConfig
 from bench.protocol import (
@@ -29,7 +37,7 @@ from bench.protocol import (
     ErrorCode,
     Interrupted,
     ResponseDone,
-    Session,
+    SessionReady,
     SessionSpec,
     StreamingSession,
     Usage,
@@ -55,8 +63,20 @@ class EndpointSystem:
     def target(self, spec: SessionSpec) -> Target:
         return session_target(self.options, self._live, spec, self.system_id)
 
-    async def open_session(self, spec: SessionSpec) -> Session:
-        raise NotImplementedError
+    async def open_websocket_session(self, spec: SessionSpec, make_session: Callable[[WebsocketTransport], Any],
+                                     opening: Callable[[Any], dict[str, Any]], what: str) -> Any:
+        """Connect, send the session's opening message (``what`` names it in errors), start reading."""
+        target = self.target(spec)
+        transport = await WebsocketTransport.open(target.url, target.headers, self.options.connect_timeout_s)
+        session = make_session(transport)
+        try:
+            await transport.send(opening(session))
+        except Exception as exc:
+            await transport.close(graceful=False)
+            raise endpoint_error(f"connection lost while sending {what}: {exc}", ErrorCode.CONNECT) from None
+        session.emit(SessionReady())
+        session.start_reading()
+        return session
 
 
 @dataclass

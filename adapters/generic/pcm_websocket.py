@@ -39,7 +39,6 @@ from bench.protocol import (
     AdapterError,
     Capabilities,
     ErrorCode,
-    SessionReady,
     SessionSpec,
     TextDelta,
     ToolCall,
@@ -229,17 +228,9 @@ class PcmWebSocketSystem(EndpointSystem):
     options: PcmWebSocketOptions
 
     async def open_session(self, spec: SessionSpec) -> PcmSession:
-        target = self.target(spec)
-        transport = await WebsocketTransport.open(target.url, target.headers, self.options.connect_timeout_s)
-        session = PcmSession(self.options, self.capabilities, spec, transport)
-        try:
-            await transport.send(session.start_message())
-        except Exception as exc:
-            await transport.close(graceful=False)
-            raise endpoint_error(f"connection lost while sending the start message: {exc}", ErrorCode.CONNECT) from None
-        session.emit(SessionReady())
-        session.start_reading()
-        return session
+        return await self.open_websocket_session(
+            spec, lambda transport: PcmSession(self.options, self.capabilities, spec, transport),
+            lambda session: session.start_message(), "the start message")
 
 
 def create(system: SystemConfig) -> PcmWebSocketSystem:

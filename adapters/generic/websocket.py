@@ -51,7 +51,6 @@ from bench.protocol import (
     AdapterError,
     Capabilities,
     ErrorCode,
-    SessionReady,
     SessionSpec,
     TextDelta,
     ToolCall,
@@ -235,17 +234,9 @@ class WebSocketSystem(EndpointSystem):
     options: WebSocketOptions
 
     async def open_session(self, spec: SessionSpec) -> EvaluatorSession:
-        target = self.target(spec)
-        transport = await WebsocketTransport.open(target.url, target.headers, self.options.connect_timeout_s)
-        session = EvaluatorSession(self.options, self.capabilities, spec, transport)
-        try:
-            await transport.send(session.init_message())
-        except Exception as exc:
-            await transport.close(graceful=False)
-            raise endpoint_error(f"connection lost while sending evaluator.init: {exc}", ErrorCode.CONNECT) from None
-        session.emit(SessionReady())
-        session.start_reading()
-        return session
+        return await self.open_websocket_session(
+            spec, lambda transport: EvaluatorSession(self.options, self.capabilities, spec, transport),
+            lambda session: session.init_message(), "evaluator.init")
 
 
 def _str_or_none(value: Any) -> str | None:
