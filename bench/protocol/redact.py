@@ -103,18 +103,24 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
+def _distinctive(piece: str) -> bool:
+    """Whether a piece of a credential could only come from it: it holds a digit or mixes upper and lower case (a
+    word-like start such as "emulated" or "sk-proj-" would take ordinary words out of every record)."""
+    return any(c.isdigit() for c in piece) or (any(c.isupper() for c in piece) and any(c.islower() for c in piece))
+
+
 def _cut_pieces(text: str, value: str) -> str:
     """``text`` without the pieces of ``value`` (``PIECE`` characters or more of its start or of its end) that a
     truncated copy leaves."""
     head, tail = value[:PIECE], value[-PIECE:]
-    start = text.find(head)
+    start = text.find(head) if _distinctive(head) else -1
     while start >= 0:
         end = start + PIECE
         while end < len(text) and end - start < len(value) and text[end] == value[end - start]:
             end += 1
         text = text[:start] + MARKER + text[end:]
         start = text.find(head, start + len(MARKER))
-    found = text.find(tail)
+    found = text.find(tail) if _distinctive(tail) else -1
     while found >= 0:
         begin, matched = found, PIECE
         while begin > 0 and matched < len(value) and text[begin - 1] == value[-matched - 1]:
@@ -125,11 +131,9 @@ def _cut_pieces(text: str, value: str) -> str:
     return text
 
 
-#: credentials whose pieces are looked for: key-shaped values long enough, and random enough (a digit in them), that
-#: a piece identifies them — a word-like placeholder such as an emulator's "emulated-key" would otherwise take the
-#: word "emulated" out of every record (a URL's own credentials are registered separately, so a URL's common start
-#: never counts as a piece)
-_PIECEWISE = re.compile(r"(?=[^0-9]*[0-9])[A-Za-z0-9_\-.+/=~]{16,}")
+#: credentials whose pieces are looked for: key-shaped values long enough that a distinctive piece identifies them
+#: (a URL's own credentials are registered separately, so a URL's common start never counts as a piece)
+_PIECEWISE = re.compile(r"[A-Za-z0-9_\-.+/=~]{12,}")
 
 
 def redact(text: str) -> str:

@@ -113,8 +113,9 @@ def test_capabilities_missing():
 
 
 def test_a_word_like_placeholder_does_not_take_words_out_of_records():
-    register_secret("placeholder-key")  # e.g. an emulator's key, resolved for a generic adapter's header
+    register_secret("emulated-3fa9c2d1e0b4")  # e.g. an emulator's key, registered by a persona's chat provider
     assert redact("mode emulated; placeholder used") == "mode emulated; placeholder used"
-    assert redact("key placeholder-key") == "key ***"
+    assert redact("key emulated-3fa9c2d1e0b4") == "key ***"
+    assert "d1e0b4" not in redact("cut short: ...9c2d1e0b4")  # its last 8 characters or more
     register_secret("canary-SECRET-987654")
     assert "canary-SE" not in redact("cut short: canary-SECRET-98")  # a truncated copy of a random-looking key
