@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import json
 import math
 import sys
@@ -18,6 +17,7 @@ from pydantic import ValidationError
 
 from bench.config import DEFAULT_CONFIG, PROJECT_ROOT, RunConfig, load_config
 from bench.dataset import GoldenSet, validate_files
+from bench.engine.clock import quiet_gc
 from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_OK, EXIT_USAGE, BenchError, ConfigError
 from bench.store import RunInfo, Store
 
@@ -187,8 +187,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise _naming(source, exc) from None
     # Everything loaded so far lives for the whole run: freezing it keeps full garbage collections short, which
     # otherwise stall the event loop for tens of ms and show up as timing error at p99 (see scripts/bench-timing).
-    gc.collect()
-    gc.freeze()
+    quiet_gc()  # GC pauses would show up as timing error (bench.engine.clock)
     from bench.engine.executors import make_executor
 
     executor = make_executor(args.executor, ray_address=args.ray_address)  # a missing extra is exit 2, here
