@@ -58,6 +58,8 @@ RAW_FIELDS = (
     "ttft_ms",
     "ttfa_ms",
     "completion_ms",
+    "caller_heard_ms",
+    "input_mode",
     *USAGE_COLUMNS,
 )
 RAW_JSON_FIELDS = ("tool_calls", "vendor_latency_ms", "retrieved_context", "shared_context")
@@ -220,9 +222,10 @@ def build_frame(
         out[column] = meta[column].to_numpy()
     out["tags"] = out["tags"].fillna("")
     out["in_golden"] = raw["entry_id"].isin(list(entries)).astype(bool)
-    for column in ("ttft_ms", "ttfa_ms", "completion_ms", *USAGE_COLUMNS):
+    for column in ("ttft_ms", "ttfa_ms", "completion_ms", "caller_heard_ms", *USAGE_COLUMNS):
         out[column] = pd.to_numeric(raw[column], errors="coerce").astype(
             "Int64" if column.endswith("_tokens") else float)
+    out["input_mode"] = raw["input_mode"].fillna("text")
     out["answer"] = raw["answer"].fillna("")
     out["label_intent"] = raw["conversational_intent"]
     out["label_target_language"] = raw["target_language"]

@@ -139,6 +139,8 @@ class SystemSummary(BaseModel):
     ttft_ms: stats.QuantileStat
     ttfa_ms: stats.QuantileStat
     completion_ms: stats.QuantileStat
+    #: audio runs: end of the caller's speech → start of the agent's speech as heard (VAD on the recording)
+    caller_heard_ms: stats.QuantileStat | None = None
     vendor_latency: list[VendorLatency]
     compliance: Compliance
     faithfulness: Faithfulness

@@ -78,6 +78,7 @@ def _system_summary(info: SystemInfo, sys_frame: pd.DataFrame, judge_name: str, 
         ttft_ms=stats.quantile_stat(succeeded["ttft_ms"].to_numpy(), seed=seed(info.id, "ttft")),
         ttfa_ms=stats.quantile_stat(succeeded["ttfa_ms"].to_numpy(), seed=seed(info.id, "ttfa")),
         completion_ms=stats.quantile_stat(succeeded["completion_ms"].to_numpy(), seed=seed(info.id, "completion")),
+        caller_heard_ms=stats.quantile_stat(succeeded["caller_heard_ms"].to_numpy(), seed=seed(info.id, "heard")),
         vendor_latency=vendor,
         compliance=aggregate.compliance(scored, languages),
         faithfulness=aggregate.faithfulness(sys_frame, judge_name, judge_info.get("errors", 0),
@@ -286,8 +287,10 @@ def summary_dataframe(summary: RunSummary) -> pd.DataFrame:
             row["intent_accuracy_said"] = s.intent.accuracy_said.rate
             row["tool_call_compliance"] = (s.intent.tool_call_compliance.rate
                                            if s.intent.tool_call_compliance is not None else None)
-        for name in ("ttft_ms", "ttfa_ms", "completion_ms"):
-            stat: stats.QuantileStat = getattr(s, name)
+        for name in ("ttft_ms", "ttfa_ms", "completion_ms", "caller_heard_ms"):
+            stat: stats.QuantileStat | None = getattr(s, name)
+            if stat is None:
+                continue
             base = name.removesuffix("_ms")
             row.update({
                 f"{base}_n": stat.n,

@@ -267,3 +267,26 @@ async def test_inhouse_takes_audio_through_its_speech_front_end(golden, tmp_path
         assert record.ttft_ms >= 250  # the endpointer waited for 300 ms of silence (16 ms hops)
     notes = store.get_run(outcome.run_id).systems[0].details["notes"]
     assert "oracle transcript" in notes[0]
+
+
+async def test_report_shows_caller_heard_latency_beside_ttfa(golden, tmp_path):
+    from bench.audio.pcm import tone_pcm16
+    from bench.faithfulness import OfflineFaithfulnessChecker
+    from bench.metrics import summarize_run
+    from bench.report import write_report
+
+    class ToneSpeech:
+        def pcm(self, text, language):
+            return b"\x00" * 4800 + tone_pcm16(600)
+
+    store = Store(tmp_path / "s.sqlite")
+    subset = golden.model_copy(update={"entries": golden.entries[:2]})
+    outcome = await run_benchmark(RunConfig(systems=[_system(timeout_s=20)]), subset, store, progress=False,
+                                  adapters={"fake": FakeSystem(leading_silence_ms=100)}, input_mode="audio",
+                                  synthesizer=ToneSpeech())
+    summary = summarize_run(store, outcome.run_id, subset)
+    heard = summary.systems[0].caller_heard_ms
+    assert heard is not None and heard.n == 2 and heard.p50 > summary.systems[0].ttfa_ms.p50
+    paths = write_report(store, outcome.run_id, subset, tmp_path / "report", judge=OfflineFaithfulnessChecker())
+    html = paths.html.read_text(encoding="utf-8")
+    assert "caller-heard" in html and "Caller-heard p50" in html
