@@ -139,7 +139,8 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
         if isinstance(item.event, AudioDelta):
             recorder.agent(item.t, item.event.pcm16, item.event.sample_rate)
     if exchange.speech_end is not None and recorder.has_agent_audio:
-        exchange.caller_heard_ms = recorder.caller_heard_ms(exchange.speech_end)
+        # the VAD pass is CPU work: off the event loop, which is stamping other sessions' events meanwhile
+        exchange.caller_heard_ms = await asyncio.to_thread(recorder.caller_heard_ms, exchange.speech_end)
     return exchange
 
 
