@@ -63,7 +63,7 @@ def make_recording(folder: Path, minutes: float, seed: int) -> dict[str, Any]:
     """One recorded conversation of about ``minutes``; returns its construction (true latencies)."""
     import shutil
 
-    from adapters.emulators._kit.speaker import tone_pcm16
+    from bench.audio.pcm import tone_pcm16
     from bench.simulation.config import Environment, TransientEvent
     from bench.simulation.mixer import EnvironmentMixer
     from bench.simulation.speech import EspeakSpeech, ToneSpeech, Voice
