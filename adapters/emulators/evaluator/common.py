@@ -166,3 +166,18 @@ async def serve_websocket(context: EmulatorContext, handler: Handler) -> tuple[s
         await server.wait_closed()
 
     return f"ws://{settings.host}:{port}", close
+
+
+async def start_websocket_emulator(settings: EmulatorSettings, control: ControlPlane, answerer: Answerer,
+                                   options: dict[str, Any], options_model: type[Any],
+                                   connection: Callable[..., Any]) -> EvaluatorEmulator:
+    """Start a WebSocket endpoint emulator: its own options validated, one ``connection(context, options, ws,
+    conversation)`` per client socket, run until the socket closes."""
+    own = options_model.model_validate(options)
+    context = EmulatorContext(settings=settings, control=control, answerer=answerer)
+
+    async def handler(ws: ServerConnection, conversation: Conversation) -> None:
+        await connection(context, own, ws, conversation).run()
+
+    url, close = await serve_websocket(context, handler)
+    return EvaluatorEmulator({"ws": url}, context, close)

@@ -40,7 +40,7 @@ from adapters.emulators.evaluator.common import (
     EvaluatorEmulator,
     after,
     drop_after_first,
-    serve_websocket,
+    start_websocket_emulator,
 )
 from adapters.generic import wire
 from adapters.intent_tool import INTENT_TOOL_NAME
@@ -246,11 +246,4 @@ def _usage(utterance: str, answer: str, audio_turn: bool, audio_bytes: int, play
 async def start(settings: EmulatorSettings, *, control: ControlPlane, answerer: Answerer,
                 options: dict[str, Any]) -> EvaluatorEmulator:
     """Start the evaluator WebSocket emulator on ``settings.host:settings.port`` (port 0 = ephemeral)."""
-    own = EvaluatorWsOptions.model_validate(options)
-    context = EmulatorContext(settings=settings, control=control, answerer=answerer)
-
-    async def handler(ws: ServerConnection, conversation: Conversation) -> None:
-        await EvaluatorConnection(context, own, ws, conversation).run()
-
-    url, close = await serve_websocket(context, handler)
-    return EvaluatorEmulator({"ws": url}, context, close)
+    return await start_websocket_emulator(settings, control, answerer, options, EvaluatorWsOptions, EvaluatorConnection)

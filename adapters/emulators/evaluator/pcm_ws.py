@@ -42,7 +42,7 @@ from adapters.emulators.evaluator.common import (
     EvaluatorEmulator,
     after,
     drop_after_first,
-    serve_websocket,
+    start_websocket_emulator,
     starting_now,
 )
 from adapters.generic import wire
@@ -236,11 +236,4 @@ class PcmConnection:
 async def start(settings: EmulatorSettings, *, control: ControlPlane, answerer: Answerer,
                 options: dict[str, Any]) -> EvaluatorEmulator:
     """Start the raw-PCM endpoint emulator on ``settings.host:settings.port`` (port 0 = ephemeral)."""
-    own = PcmEmulatorOptions.model_validate(options)
-    context = EmulatorContext(settings=settings, control=control, answerer=answerer)
-
-    async def handler(ws: ServerConnection, conversation: Conversation) -> None:
-        await PcmConnection(context, own, ws, conversation).run()
-
-    url, close = await serve_websocket(context, handler)
-    return EvaluatorEmulator({"ws": url}, context, close)
+    return await start_websocket_emulator(settings, control, answerer, options, PcmEmulatorOptions, PcmConnection)
