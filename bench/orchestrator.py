@@ -124,6 +124,15 @@ def _check_options(target: Any, name: str, options: dict[str, Any]) -> None:
             raise OrchestratorError(f"{_OPTIONS_FIELD}.{parameter.name}", f"{name} needs this option (no default)")
 
 
+def load_system_orchestrator(system_id: str, dotted_path: str,
+                             options: dict[str, Any] | None = None) -> Orchestrator:
+    """``load_orchestrator`` for the options of system ``system_id``: its errors name the system too."""
+    try:
+        return load_orchestrator(dotted_path, options)
+    except OrchestratorError as exc:
+        raise exc.for_system(system_id) from None
+
+
 def load_orchestrator(dotted_path: str, options: dict[str, Any] | None = None) -> Orchestrator:
     """Import ``module:attr`` (or ``module.attr``); call it with ``options`` if it is a class or factory.
 

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.options import parse_options, require_local
 from bench.config import SystemConfig
-from bench.orchestrator import Orchestrator, OrchestratorError, QueryRequest, QueryResponse, load_orchestrator
+from bench.orchestrator import Orchestrator, QueryRequest, QueryResponse, load_system_orchestrator
 from bench.protocol import (
     AdapterError,
     Capabilities,
@@ -403,10 +403,7 @@ def _own_loop(session: InhouseSession, name: str) -> OrchestratorLoop:
 def create(system: SystemConfig) -> InhouseAdapter:
     require_local(system, "inhouse")
     options = parse_options(system, InhouseOptions)
-    try:
-        orchestrator = load_orchestrator(options.orchestrator, options.orchestrator_options)
-    except OrchestratorError as exc:
-        raise exc.for_system(system.id) from None
+    orchestrator = load_system_orchestrator(system.id, options.orchestrator, options.orchestrator_options)
     return InhouseAdapter(system.id, orchestrator,
                           speech_input=options.speech_input)
 

@@ -53,7 +53,7 @@ from adapters.retell.session import SessionSetup
 from adapters.retell.web_call import RETELL_LIVEKIT_URL, WEB_CALL_CAPABILITIES, CallRoom, LiveKitCallRoom, open_web_call
 from bench.config import SystemConfig
 from bench.errors import ConfigError
-from bench.orchestrator import load_orchestrator
+from bench.orchestrator import load_system_orchestrator
 from bench.protocol import AdapterError, Capabilities, ErrorCode, Session, SessionSpec
 
 API_KEY_VAR = "RETELL_API_KEY"
@@ -118,6 +118,10 @@ class RetellAdapter:
         self.room_factory = room_factory
         self._api_key = api_key
         self.server: RetellLlmServer | None = None
+        # Loaded here, not in start(): a bad orchestrator path or option is a configuration error (exit 2)
+        # reported before the run is recorded, not a system that fails every conversation.
+        self._orchestrator = (load_system_orchestrator(system.id, options.orchestrator, options.orchestrator_options)
+                              if options.orchestrator else None)
         self._client: Any = None
         if system.mode == "emulated":
             self.capabilities = CHAT_CAPABILITIES
@@ -127,12 +131,11 @@ class RetellAdapter:
             self.capabilities = union(*kinds)
 
     async def start(self) -> None:
-        if self.options.orchestrator and self.server is None:
-            orchestrator = load_orchestrator(self.options.orchestrator, self.options.orchestrator_options)
+        if self._orchestrator is not None and self.server is None:
             port = self.options.llm_server_port
             if port is None:
                 port = 0 if self.mode == "emulated" else LIVE_LLM_SERVER_PORT
-            self.server = RetellLlmServer(orchestrator, host=self.options.llm_server_host, port=port)
+            self.server = RetellLlmServer(self._orchestrator, host=self.options.llm_server_host, port=port)
             await self.server.start()
         if self.mode == "live" and self._client is None:
             self._client = make_client(self._api_key or "", self.options.base_url, self.options.request_timeout_s)

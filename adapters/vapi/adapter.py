@@ -30,7 +30,7 @@ from adapters.vapi.options import LIVE_CUSTOM_LLM_PORT, VapiOptions
 from bench.audio.pcm import resample_pcm16
 from bench.config import SystemConfig
 from bench.errors import ConfigError
-from bench.orchestrator import Orchestrator, load_orchestrator
+from bench.orchestrator import Orchestrator, load_system_orchestrator
 from bench.protocol import AdapterError, Capabilities, ErrorCode, Session, SessionSpec
 
 API_KEY_VAR = "VAPI_API_KEY"
@@ -46,6 +46,11 @@ class VapiAdapter:
         self.mode = system.mode
         self.options = parse_options(system, VapiOptions)
         require_extra(system.id, "vapi", "vapi")
+        # Loaded here, not in start(): a bad orchestrator path or option is a configuration error (exit 2)
+        # reported before the run is recorded, not a system that fails every conversation.
+        if orchestrator is None and self.options.orchestrator is not None:
+            orchestrator = load_system_orchestrator(system.id, str(self.options.orchestrator),
+                                                    self.options.orchestrator_options)
         self._orchestrator = orchestrator
         self._token: str | None = None
         self._custom_llm_secret: str | None = None
@@ -78,9 +83,8 @@ class VapiAdapter:
                 return
             options = self.options
             if self.uses_custom_llm:
-                orchestrator = self._orchestrator or load_orchestrator(str(options.orchestrator),
-                                                                       options.orchestrator_options)
-                server = CustomLlmServer(orchestrator, api_key=self._custom_llm_secret,
+                assert self._orchestrator is not None  # loaded in __init__ whenever uses_custom_llm
+                server = CustomLlmServer(self._orchestrator, api_key=self._custom_llm_secret,
                                          default_language=options.default_language, model_name=options.model_name)
                 port = options.custom_llm_port
                 if port is None:

@@ -75,6 +75,21 @@ def test_orchestrator_errors_name_the_config_file_the_class_and_the_option(tmp_p
     assert not (tmp_path / "store.sqlite").exists(), "nothing is recorded for a configuration error"
 
 
+@pytest.mark.parametrize("adapter", ["retell", "vapi"])
+def test_adapters_hosting_our_stack_report_orchestrator_errors_as_configuration_errors(tmp_path, golden_file, capsys,
+                                                                                       adapter):
+    """Retell and Vapi host the in-house stack behind their custom-LLM servers: a bad option is exit 2 too."""
+    system = {"id": "stack", "adapter": adapter, "mode": "emulated",
+              "options": {"orchestrator": f"{ORCH}:PickyOrchestrator",
+                          "orchestrator_options": {"model": "m", "temprature": 1}}}
+    config = _write_config(tmp_path, golden_file, system)
+    code, err = _run(["run", "--config", str(config), "--no-progress"], capsys)
+    assert code == 2, err
+    assert err.startswith(f"error: {config}: system 'stack': options.orchestrator_options.temprature: "), err
+    assert f"{ORCH}:PickyOrchestrator" in err
+    assert not (tmp_path / "store.sqlite").exists(), "nothing is recorded for a configuration error"
+
+
 def test_an_orchestrator_that_works_loads(tmp_path, golden_file, capsys):
     config = _write_config(tmp_path, golden_file, _inhouse(f"{ORCH}:make_picky", {"model": "tiny"}))
     code, _ = _run(["run", "--config", str(config), "--no-progress", "--limit", "2"], capsys)
