@@ -181,6 +181,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     config, input_mode, source = _config_for_run(args)
     full_golden = validate_files([_resolve(config.dataset)])[0]
     golden = sample_entries(full_golden, config.limit)
+    if args.price_emulated and args.max_cost_usd is None and not args.estimate:
+        raise ConfigError("--price-emulated only applies with --max-cost-usd or --estimate")
+    if args.estimate:  # price tables only: no adapter, emulator, connection or store row (bench.engine.budget)
+        from bench.engine.budget import estimate_command
+
+        return estimate_command(config, golden, input_mode, resume=args.resume, store_path=_store_path(args),
+                                cap_usd=args.max_cost_usd, price_emulated=args.price_emulated)
+    cost_cap = None
+    if args.max_cost_usd is not None:
+        from bench.engine.budget import CostCap
+
+        cost_cap = CostCap(args.max_cost_usd, price_emulated=args.price_emulated)
     try:
         adapters = build_adapters(config, input_mode)  # configuration errors (exit 2) before anything is recorded
     except ConfigError as exc:
@@ -197,9 +209,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             outcome = asyncio.run(run_benchmark(config, golden, store, run_id=args.resume, resume=bool(args.resume),
                                                 progress=not args.no_progress, adapters=adapters,
                                                 input_mode=input_mode, reports_dir=config.resolve(config.reports_dir),
-                                                executor=executor))
+                                                executor=executor, cost_cap=cost_cap))
         except ConfigError as exc:  # emulator settings, a dataset changed since the run started, …
             raise _naming(source, exc) from None
+        # what the cap did (estimate, actual, what it left unstarted) goes into the report; an earlier
+        # invocation's cost-cap.json no longer describes the run once it is resumed without a cap
+        details = config.resolve(config.reports_dir) / outcome.run_id / "cost-cap.json"
+        if cost_cap is not None:
+            details = cost_cap.write(details)
+        else:
+            details.unlink(missing_ok=True)
         html = _write_report(store, outcome.run_id, full_golden, config.resolve(config.reports_dir))
     finally:
         store.close()
@@ -207,12 +226,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"conversations recorded: {outcome.recorded}" + (f" (resumed; {outcome.skipped_as_done} already done)"
                                                    if args.resume else ""))
     print(f"report: {html}")
+    capped = cost_cap is not None and bool(cost_cap.not_started)
+    if cost_cap is not None:
+        print("\n".join(cost_cap.report_lines()))
+        print(f"cost cap details: {details}")
+    if capped:
+        print(f"the cost cap left {len(cost_cap.not_started)} conversations unstarted (not recorded); continue "
+              f"with: voice-bench run --resume {outcome.run_id} --max-cost-usd <a higher cap>", file=sys.stderr)
     if outcome.execution_failures:
         detail = ", ".join(f"{k}: {v}" for k, v in outcome.failures_by_system.items() if v)
         print(f"execution failures: {outcome.execution_failures} ({detail}); every failed turn is recorded with "
               f"its reason; resume with: voice-bench run --resume {outcome.run_id}", file=sys.stderr)
         return EXIT_EXECUTION_FAILURE
-    return EXIT_OK
+    return EXIT_EXECUTION_FAILURE if capped else EXIT_OK  # exit 4 like a capped simulation (seed 000)
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -374,6 +400,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--ray-address", metavar="ADDRESS",
                      help="Ray cluster for --executor ray: 'auto' (this node's cluster) or ray://host:10001 "
                           "(default: start a local cluster on this machine)")
+    from bench.engine.budget import usd_option  # --estimate / --max-cost-usd (bench/engine/budget.py)
+
+    run.add_argument("--estimate", action="store_true",
+                     help="print the expected spend per system from the price tables and exit 0; calls nothing, "
+                          "starts no emulator, writes nothing")
+    run.add_argument("--max-cost-usd", metavar="X", type=usd_option("--max-cost-usd"),
+                     help="do not start a paid conversation when spend so far + its estimate would pass X USD; "
+                          "those are left for --resume and the run exits 4")
+    run.add_argument("--price-emulated", action="store_true",
+                     help="charge EMULATED systems their list price under --max-cost-usd (an offline rehearsal of "
+                          "a live budget; they are still not billed)")
     run.set_defaults(func=cmd_run)
 
     gate = sub.add_parser("gate", help="fail (exit 3) when a system's golden pass rate is below the threshold")

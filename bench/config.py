@@ -29,6 +29,11 @@ class RetryPolicy(BaseModel):
     max_backoff_s: float = Field(default=5.0, ge=0)
 
 
+#: how knowledge reaches a system (``bench.knowledge`` builds each; the README's "Knowledge for every system")
+ContextStrategy = Literal["shared_retriever", "full_kb", "vendor_native"]
+#: the model context window assumed for ``full_kb`` when neither the system nor the run names one (tokens)
+DEFAULT_CONTEXT_WINDOW_TOKENS = 32_000
+
 _ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 #: headers a config may set literally; any other header value must be an ``${ENV_VAR}`` reference
 PLAIN_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "x-request-id",
@@ -73,6 +78,10 @@ class SystemConfig(BaseModel):
     timeout_s: float = Field(default=30.0, gt=0)
     retry: RetryPolicy = RetryPolicy()
     options: dict[str, Any] = Field(default_factory=dict)
+    #: this system's knowledge strategy; None = the run's ``context_strategy`` (filled in when the run loads)
+    context_strategy: ContextStrategy | None = None
+    #: the model's context window in tokens, for ``full_kb``; None = the run's ``context_window_tokens``
+    context_window_tokens: int | None = Field(default=None, ge=1)
 
     @model_validator(mode="after")
     def _no_literal_credentials(self) -> SystemConfig:
@@ -96,11 +105,16 @@ class RunConfig(BaseModel):
     reports_dir: str = "reports"
     gate_min_pass_rate: float = Field(default=0.95, ge=0, le=1)
     seed: int = 0
-    #: how knowledge reaches the systems: ``shared_retriever`` = the engine retrieves ``context_top_k`` passages
-    #: once per question (BM25 over the knowledge base) and gives every system the same ones (``spec.context``);
-    #: systems that retrieve for themselves (the in-house stack) may ignore them; faithfulness is judged against them
-    context_strategy: Literal["shared_retriever"] = "shared_retriever"
+    #: how knowledge reaches the systems (a system's own ``context_strategy`` overrides it): ``shared_retriever`` =
+    #: the engine retrieves ``context_top_k`` passages once per question (BM25 over the knowledge base) and gives
+    #: every system the same ones (``spec.context``); ``full_kb`` = every document of the entry's language in
+    #: context, refused (exit 2) when it does not fit the system's context window; ``vendor_native`` = the adapter
+    #: uploads the knowledge base to the vendor's own knowledge feature (ElevenLabs). Whatever the strategy,
+    #: faithfulness is judged against the shared retriever's ``context_top_k`` passages, the same for everyone.
+    context_strategy: ContextStrategy = "shared_retriever"
     context_top_k: int = Field(default=3, ge=0, le=20)
+    #: the context window (tokens) assumed for ``full_kb`` systems that do not name their own
+    context_window_tokens: int = Field(default=DEFAULT_CONTEXT_WINDOW_TOKENS, ge=1)
     #: golden criteria the run is gated on (bench.scoring.criteria); absent = seed003
     criteria: Literal["strict", "seed003"] = "seed003"
     #: practical significance (bench.stats.MinimumEffect); omitted fields keep 5 ms / 1 point / 0.01 / 5 %
@@ -114,6 +128,23 @@ class RunConfig(BaseModel):
         if duplicates:
             raise ValueError(f"duplicate system ids: {', '.join(duplicates)}")
         return self
+
+    @model_validator(mode="after")
+    def _resolve_context_strategies(self) -> RunConfig:
+        """Give every system without its own strategy the run's, so the adapter (built from its ``SystemConfig``,
+        also on another worker) and the stored run settings name each system's strategy."""
+        self.systems = [s if s.context_strategy is not None
+                        else s.model_copy(update={"context_strategy": self.context_strategy})
+                        for s in self.systems]
+        return self
+
+    def strategy_of(self, system: SystemConfig) -> ContextStrategy:
+        """The knowledge strategy ``system`` runs with (its own, else the run's)."""
+        return system.context_strategy or self.context_strategy
+
+    def window_of(self, system: SystemConfig) -> int:
+        """The context window (tokens) ``system`` declares, else the run's default."""
+        return system.context_window_tokens or self.context_window_tokens
 
     def resolve(self, relative: str) -> Path:
         path = Path(relative)

@@ -265,6 +265,16 @@ def turn_costs(turns: pd.DataFrame, plan: Plan) -> pd.Series:
     return total.where(metered)
 
 
+_BASIS = {"billed_minutes": "per minute", "input_audio_minutes": "per audio minute", "turn": "per turn"}
+
+
+def billing_basis(plan: Plan) -> str:
+    """How ``plan`` bills, in words: ``per token``, ``per minute``, ``per audio minute``, ``per turn`` (joined with
+    `` + `` when it mixes them), from the meters its prices use."""
+    kinds = [_BASIS.get(p.meter, "per token") for p in plan.prices]
+    return " + ".join(dict.fromkeys(kinds))
+
+
 class CostSummary(BaseModel):
     """Cost per 1,000 turns for one system, with what it was computed from."""
 

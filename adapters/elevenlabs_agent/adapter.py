@@ -15,20 +15,29 @@ Options (``system.options``): ``agent_id`` (required live), ``requires_auth`` (s
 ``override_first_message``, ``dynamic_variables`` (plus ``spec.metadata``), ``intent_tool`` (the agent has the
 intent tool), ``response_complete_event`` (the agent lists ``agent_response_complete`` in its client events:
 wait for it instead of the quiet period), ``response_quiet_s``, ``fetch_cost`` / ``cost_wait_s`` (read the cost
-back after hanging up), ``trace`` (keep the message types on the session as ``session.trace``).
+back after hanging up), ``trace`` (keep the message types on the session as ``session.trace``),
+``knowledge_usage_mode`` (``auto``: the agent's RAG retrieves from the uploaded documents; ``prompt``: whole
+documents in its prompt).
+
+Knowledge: with the system's ``context_strategy`` ``vendor_native`` (``native_knowledge``) the knowledge base is
+uploaded through the SDK (``knowledge``; live: at ``start``, emulated: before the first conversation, when the
+engine has handed over the emulator's endpoint — its ``knowledge`` URL) and each conversation references the
+documents of its language; ``spec.context`` is then empty. Otherwise the passages go into the prompt.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
+from typing import Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters._shared.ws import WebsocketTransport
-from adapters.elevenlabs_agent import sdk, wire
-from adapters.elevenlabs_agent.initiation import agent_prompt, build_initiation
+from adapters.elevenlabs_agent import knowledge, sdk, wire
+from adapters.elevenlabs_agent.initiation import agent_prompt, build_initiation, knowledge_base_prompt
 from adapters.elevenlabs_agent.session import ElevenLabsSession, SessionSettings
 from adapters.options import parse_options, require_env, require_extra, require_live_or_emulated
 from bench.config import SystemConfig
@@ -55,15 +64,23 @@ class ElevenLabsAgentOptions(BaseModel):
     fetch_cost: bool = False
     cost_wait_s: float = Field(default=30.0, ge=0)
     trace: bool = False
+    knowledge_usage_mode: Literal["auto", "prompt"] = "auto"
 
 
 class ElevenLabsAgentAdapter:
     """A system backed by an ElevenLabs agent (or its emulator)."""
 
+    #: can run ``context_strategy: vendor_native`` (``bench.knowledge.NATIVE_KNOWLEDGE_ADAPTERS``)
+    native_knowledge = True
+
     def __init__(self, system: SystemConfig, options: ElevenLabsAgentOptions):
         self.system_id = system.id
         self.mode = system.mode
         self.options = options
+        self.context_strategy = system.context_strategy or "shared_retriever"
+        #: the uploaded knowledge base (``vendor_native``), once per adapter
+        self.uploaded: list[knowledge.UploadedDocument] | None = None
+        self._upload_lock = asyncio.Lock()
         voice = not options.text_only
         self.capabilities = Capabilities(
             text_input=True,
@@ -78,8 +95,24 @@ class ElevenLabsAgentAdapter:
         )
         self._http: httpx.AsyncClient | None = None
 
+    @property
+    def vendor_native(self) -> bool:
+        return self.context_strategy == "vendor_native"
+
     async def start(self) -> None:
         self._pool()
+        if self.vendor_native and self.mode == "live":
+            client = sdk.sdk_client(self.options.base_url, require_env(self.system_id, sdk.API_KEY_VAR), self._pool())
+            await self.upload_knowledge(client)
+
+    async def upload_knowledge(self, client: object) -> list[knowledge.UploadedDocument]:
+        """Upload the knowledge base once (documents the vendor already holds, by digest, are reused)."""
+        async with self._upload_lock:
+            if self.uploaded is None:
+                from bench.knowledge import load_knowledge_base
+
+                self.uploaded = await knowledge.upload_knowledge(client, load_knowledge_base().documents)
+            return self.uploaded
 
     async def close(self) -> None:
         if self._http is not None:
@@ -107,8 +140,14 @@ class ElevenLabsAgentAdapter:
 
     def initiation(self, spec: SessionSpec) -> wire.ConversationInitiationClientData:
         options = self.options
+        located = None
+        if self.vendor_native:
+            located = knowledge.locators(self.uploaded or [], spec.language, options.knowledge_usage_mode)
+            prompt = knowledge_base_prompt(spec.instructions)
+        else:
+            prompt = agent_prompt(spec.context, spec.instructions)
         return build_initiation(
-            prompt=agent_prompt(spec.context, spec.instructions) if options.override_prompt else None,
+            prompt=prompt if options.override_prompt else None, knowledge_base=located,
             language=spec.language if options.override_language else None,
             empty_first_message=options.override_first_message,
             text_only=options.text_only,
@@ -119,6 +158,11 @@ class ElevenLabsAgentAdapter:
     async def open_session(self, spec: SessionSpec) -> ElevenLabsSession:
         base_url, api_key = self._target(spec)
         client = sdk.sdk_client(base_url, api_key, self._pool())
+        if self.vendor_native and self.uploaded is None:
+            endpoint = spec.endpoint  # the emulator serves its knowledge-base API on its own URL
+            kb_url = endpoint.urls.get("knowledge", base_url) if endpoint is not None else base_url
+            await self.upload_knowledge(client if kb_url == base_url else sdk.sdk_client(kb_url, api_key,
+                                                                                          self._pool()))
         agent_id = self.options.agent_id or EMULATED_AGENT_ID
         url = await sdk.conversation_url(client, agent_id, requires_auth=self.options.requires_auth,
                                          base_url=base_url)

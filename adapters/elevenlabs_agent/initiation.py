@@ -4,6 +4,8 @@
   passages (``spec.context``) in the standard voice-agent instructions (``adapters.prompts``), an empty first
   message (the caller speaks first), the session language, ``text_only`` when configured, the dynamic variables
   and the user id. The agent's security settings must allow each override that is sent (``override_*`` options).
+  With ``vendor_native`` knowledge the prompt has no passages (it sends the agent to its knowledge base) and
+  ``agent.prompt.knowledge_base`` lists the uploaded documents (``adapters.elevenlabs_agent.knowledge``).
 * ``contextual_update`` (non-interrupting, between turns): new passages from ``update_context``, and, at the
   start, the earlier exchanges of ``spec.history`` — ElevenLabs has no way to seed a conversation's history, so
   they are given to the agent as context lines ``Caller: …`` / ``Agent: …``.
@@ -14,9 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from adapters.elevenlabs_agent import wire
-from adapters.prompts import instructions_with_passages
+from adapters.prompts import CONTEXT_HEADING, VOICE_AGENT_INSTRUCTIONS, instructions_with_passages
 from bench.protocol import ContextUpdate, HistoryMessage
 
+KNOWLEDGE_BASE_SENTENCE = "Answer only from the hospital knowledge base attached to this conversation."
 UPDATE_NOTE = "Use this updated hospital information for your next answers."
 HISTORY_HEADING = "Earlier in this conversation:"
 HISTORY_ROLES = {"user": "Caller", "assistant": "Agent"}
@@ -25,6 +28,15 @@ HISTORY_ROLES = {"user": "Caller", "assistant": "Agent"}
 def agent_prompt(passages: list[str], instructions: str | None = None) -> str:
     """The system prompt: the voice-agent instructions (or ``instructions``) with the passages in context."""
     return instructions_with_passages(passages, instructions)
+
+
+def knowledge_base_prompt(instructions: str | None = None) -> str:
+    """The system prompt for ``vendor_native`` knowledge: the instructions without a passage section, pointing the
+    agent at its knowledge base (``instructions`` as given when the caller wrote its own)."""
+    if instructions is not None:
+        return instructions
+    base = VOICE_AGENT_INSTRUCTIONS.split(CONTEXT_HEADING, 1)[0]
+    return base.replace("Answer only from the hospital information below.", KNOWLEDGE_BASE_SENTENCE).rstrip() + "\n"
 
 
 def context_update_text(update: ContextUpdate) -> str:
@@ -38,11 +50,14 @@ def history_text(history: list[HistoryMessage]) -> str:
 
 
 def build_initiation(*, prompt: str | None, language: str | None, empty_first_message: bool, text_only: bool,
-                     dynamic_variables: dict[str, Any], user_id: str | None) -> wire.ConversationInitiationClientData:
+                     dynamic_variables: dict[str, Any], user_id: str | None,
+                     knowledge_base: list[dict[str, Any]] | None = None) -> wire.ConversationInitiationClientData:
     """``conversation_initiation_client_data`` with only the overrides asked for."""
     agent: dict[str, Any] = {}
     if prompt is not None:
         agent["prompt"] = {"prompt": prompt}
+    if knowledge_base is not None:
+        agent.setdefault("prompt", {})["knowledge_base"] = list(knowledge_base)
     if empty_first_message:
         agent["first_message"] = ""
     if language is not None:

@@ -283,9 +283,11 @@ class ElevenLabsSession(StreamingSession):
                 if receiving is None:
                     receiving = asyncio.ensure_future(self.transport.recv())
                 woken = asyncio.ensure_future(self._wake.wait())
-                done, _ = await asyncio.wait({receiving, woken}, timeout=self._timeout(),
-                                             return_when=asyncio.FIRST_COMPLETED)
-                woken.cancel()
+                try:
+                    done, _ = await asyncio.wait({receiving, woken}, timeout=self._timeout(),
+                                                 return_when=asyncio.FIRST_COMPLETED)
+                finally:  # also when the reader is cancelled: no waiter is left pending on the event
+                    woken.cancel()
                 self._wake.clear()
                 if receiving not in done:
                     async with self._lock:

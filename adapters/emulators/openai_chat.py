@@ -96,7 +96,7 @@ from adapters.custom_llm.wire import (
 from adapters.emulators._kit.answerer import Answerer, BrainAnswer, BrainRequest, HistoryTurn
 from adapters.emulators._kit.control import ControlPlane, Conversation, split_conversation_path
 from adapters.emulators._kit.faults import FaultKey
-from adapters.emulators._kit.running import EmulatorSettings, LatencyProfile, RunningEmulator, SendStamps
+from adapters.emulators._kit.running import EmulatorSettings, LatencyProfile, LoggedHttpEmulator, SendStamps
 from adapters.emulators._kit.speaker import (
     SAMPLE_RATE,
     SpeechPlan,
@@ -142,13 +142,10 @@ class RequestLog(BaseModel):
     sent_at: float | None = None
 
 
-class OpenAiChatEmulator(RunningEmulator):
-    """A running openai-chat emulator; ``requests`` logs every reply it sent (for contract tests)."""
+class OpenAiChatEmulator(LoggedHttpEmulator):
+    """A running openai-chat emulator; ``requests`` logs every reply it sent (``RequestLog``)."""
 
-    def __init__(self, url: str, control: ControlPlane, stamps: SendStamps, closer: Any,
-                 credentials: dict[str, str], requests: list[RequestLog]):
-        super().__init__({"http": url}, control, stamps, closer, credentials)
-        self.requests = requests
+    requests: list[RequestLog]
 
     @property
     def base_url(self) -> str:

@@ -36,7 +36,6 @@ Options (unknown keys are refused): ``orchestrator`` (dotted path, default the r
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import threading
 import weakref
@@ -167,32 +166,34 @@ class InhouseSession(StreamingSession):
         """Ask the orchestrator (on its own loop) and emit its tokens here; a silence longer than the idle limit is
         a stall, timed on this loop, so it fires even when the orchestrator's loop is blocked."""
         idle = self.spec.idle_timeout_s
-        bridge = _Bridge(asyncio.get_running_loop())
+        bridge = _Bridge(self.runner.courier(asyncio.get_running_loop()), idle)
         produced = self.runner.submit(_produce(self.orchestrator, request, self.spec, bridge))
         try:
-            async with asyncio.timeout(idle) as deadline:
-                while True:
-                    items = await bridge.batch()
-                    deadline.reschedule(asyncio.get_running_loop().time() + idle)
-                    text: list[str] = []  # tokens that arrived together are one delta: they share one stamp
-                    for kind, value in items:
-                        if kind == _TOKEN:
-                            if value:
-                                text.append(value)
-                            continue
-                        if text:
-                            self.emit(TextDelta(response_id=response_id, text="".join(text)))
-                            text = []
-                        if kind == _DONE:
-                            return value
-                        if kind == _FAILED:
-                            raise value
+            while True:
+                items = await bridge.batch()
+                text: list[str] = []  # tokens that arrived together are one delta: they share one stamp
+                for kind, value in items:
+                    if kind == _TOKEN:
+                        if value:
+                            text.append(value)
+                        continue
                     if text:
                         self.emit(TextDelta(response_id=response_id, text="".join(text)))
+                        text = []
+                    if kind == _DONE:
+                        return value
+                    if kind == _FAILED:
+                        raise value
+                if text:
+                    self.emit(TextDelta(response_id=response_id, text="".join(text)))
         except TimeoutError:
+            if not bridge.stalled:
+                raise
             raise AdapterError(f"the orchestrator sent nothing for {idle:g} s", code=ErrorCode.STALLED) from None
         finally:
-            produced.cancel()  # reaches the orchestrator's loop whenever it is free again
+            bridge.close()
+            if not bridge.settled:
+                produced.cancel()  # reaches the orchestrator's loop whenever it is free again
 
 
 _TOKEN, _ANSWERED, _DONE, _FAILED = "token", "answered", "done", "failed"
@@ -214,44 +215,98 @@ async def _produce(orchestrator: Orchestrator, request: QueryRequest, spec: Sess
         bridge.put(_FAILED, exc)
 
 
-class _Bridge:
-    """Items from the orchestrator's thread to one response on the engine's loop: ``put`` from any thread,
-    ``batch`` on the engine's loop returns everything that arrived since the last call (one wake-up per burst)."""
+class _Courier:
+    """Carries items from the orchestrator's thread to the engine's loop for every response at once: the
+    responses that got news since the last delivery are woken together, one thread-safe call per burst (the
+    orchestrator's loop typically finishes many queries in one turn)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
-        self._loop = loop
-        self._items: collections.deque[tuple[str, Any]] = collections.deque()
-        self._lock = threading.Lock()
-        self._wake_scheduled = False
+        self.loop = loop
+        self.lock = threading.Lock()
+        self._ready: list[_Bridge] = []
+        self._scheduled = False
+
+    def post(self, bridge: _Bridge, item: tuple[str, Any]) -> None:  # from any thread
+        with self.lock:
+            bridge.items.append(item)
+            if bridge.flagged:
+                return
+            bridge.flagged = True
+            self._ready.append(bridge)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        with contextlib.suppress(RuntimeError):  # the engine's loop is gone: nobody is waiting any more
+            self.loop.call_soon_threadsafe(self._deliver)
+
+    def _deliver(self) -> None:  # on the engine's loop
+        with self.lock:
+            ready, self._ready, self._scheduled = self._ready, [], False
+            for bridge in ready:
+                bridge.flagged = False
+        for bridge in ready:
+            bridge.wake()
+
+
+class _Bridge:
+    """Items from the orchestrator's thread to one response on the engine's loop: ``put`` from any thread,
+    ``batch`` on the engine's loop returns everything that arrived since the last call (one wake-up per burst) and
+    raises ``TimeoutError`` (``stalled``) after ``idle_s`` without any — one timer per response, moved on only
+    when it fires early."""
+
+    __slots__ = ("courier", "items", "flagged", "settled", "stalled", "_idle_s", "_last", "_waiter", "_timer")
+
+    def __init__(self, courier: _Courier, idle_s: float):
+        self.courier = courier
+        self.items: list[tuple[str, Any]] = []
+        #: waiting in the courier's delivery
+        self.flagged = False
+        #: the response's last item (done or failed) arrived: nothing left to cancel
+        self.settled = False
+        self.stalled = False
+        self._idle_s = idle_s
+        self._last = courier.loop.time()
         self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = courier.loop.call_at(self._last + idle_s, self._check_idle)
 
     def put(self, kind: str, value: Any) -> None:
-        with self._lock:
-            self._items.append((kind, value))
-            if self._wake_scheduled:
-                return
-            self._wake_scheduled = True
-        with contextlib.suppress(RuntimeError):  # the engine's loop is gone: nobody is waiting any more
-            self._loop.call_soon_threadsafe(self._wake)
+        self.courier.post(self, (kind, value))
 
-    def _wake(self) -> None:
-        with self._lock:
-            self._wake_scheduled = False
+    def wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
+    def _check_idle(self) -> None:
+        loop = self.courier.loop
+        waiting = self._waiter is not None and not self._waiter.done()
+        if waiting and loop.time() >= self._last + self._idle_s:
+            self._timer = None
+            self.stalled = True
+            self._waiter.set_exception(TimeoutError())  # type: ignore[union-attr]
+            return
+        # news since the timer was set: the limit runs from the latest batch (or from now, while one is handed in)
+        self._timer = loop.call_at((self._last if waiting else loop.time()) + self._idle_s, self._check_idle)
+
     async def batch(self) -> list[tuple[str, Any]]:
         while True:
-            with self._lock:
-                if self._items:
-                    items = list(self._items)
-                    self._items.clear()
-                    return items
-            self._waiter = self._loop.create_future()
+            with self.courier.lock:
+                if self.items:
+                    items, self.items = self.items, []
+                    break
+            self._waiter = self.courier.loop.create_future()
             try:
                 await self._waiter
             finally:
                 self._waiter = None
+        self._last = self.courier.loop.time()
+        if items[-1][0] in (_DONE, _FAILED):
+            self.settled = True
+        return items
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
 
 class OrchestratorLoop:
@@ -265,6 +320,9 @@ class OrchestratorLoop:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        #: submissions waiting for the orchestrator's loop to take them (one per loop started)
+        self._inbox: _Inbox | None = None
+        self._couriers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Courier] = weakref.WeakKeyDictionary()
 
     @property
     def running(self) -> bool:
@@ -291,20 +349,33 @@ class OrchestratorLoop:
             thread = threading.Thread(target=run, name=f"orchestrator-{self.name}", daemon=True)
             thread.start()
             ready.wait()
-            self._loop, self._thread = holder[0], thread
+            self._loop, self._thread, self._inbox = holder[0], thread, _Inbox(holder[0])
             return self._loop
 
     def submit(self, coroutine: Coroutine[Any, Any, Any]) -> _Submitted:
-        """Run ``coroutine`` on the orchestrator's loop (one thread-safe call; no result is handed back: the
-        coroutine reports through its ``_Bridge``)."""
-        submitted = _Submitted(self.start())
-        submitted.loop.call_soon_threadsafe(submitted.start, coroutine)
+        """Run ``coroutine`` on the orchestrator's loop (no result is handed back: the coroutine reports through
+        its ``_Bridge``). Submissions made while the orchestrator's loop has not yet taken the previous ones go
+        with them: one thread-safe call per burst."""
+        inbox = self._inbox
+        if inbox is None or inbox.loop.is_closed():
+            self.start()
+            inbox = self._inbox
+            assert inbox is not None
+        submitted = _Submitted(inbox.loop, coroutine)
+        inbox.put(submitted)
         return submitted
+
+    def courier(self, loop: asyncio.AbstractEventLoop) -> _Courier:
+        """The courier that carries this orchestrator's results to ``loop`` (one per engine loop)."""
+        courier = self._couriers.get(loop)
+        if courier is None:
+            courier = self._couriers[loop] = _Courier(loop)
+        return courier
 
     def stop_nowait(self) -> threading.Thread | None:
         """Ask the loop to stop (its tasks are cancelled); returns the thread to wait for, if any."""
         with self._lock:
-            loop, thread, self._loop, self._thread = self._loop, self._thread, None, None
+            loop, thread, self._loop, self._thread, self._inbox = self._loop, self._thread, None, None, None
         if loop is not None and thread is not None and thread.is_alive():
             with contextlib.suppress(RuntimeError):  # already closed
                 loop.call_soon_threadsafe(loop.stop)
@@ -320,21 +391,63 @@ class OrchestratorLoop:
         return not thread.is_alive()
 
 
-class _Submitted:
-    """A coroutine handed to the orchestrator's loop, cancellable from the engine's loop."""
+class _Inbox:
+    """Submissions on their way to one orchestrator loop: ``put`` from the engine's loop, taken all at once on the
+    orchestrator's loop (one thread-safe call per burst, like ``_Courier`` the other way)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
+        self._lock = threading.Lock()
+        self._items: list[_Submitted] = []
+        self._scheduled = False
+
+    def put(self, submitted: _Submitted) -> None:
+        with self._lock:
+            self._items.append(submitted)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self.loop.call_soon_threadsafe(self._take)
+        except RuntimeError:  # the orchestrator's loop closed meanwhile: nothing will run
+            with self._lock:
+                items, self._items, self._scheduled = self._items, [], False
+            for item in items:
+                item.discard()
+
+    def _take(self) -> None:  # on the orchestrator's loop
+        with self._lock:
+            items, self._items, self._scheduled = self._items, [], False
+        for item in items:
+            item.start()
+
+
+class _Submitted:
+    """A coroutine handed to the orchestrator's loop, cancellable from the engine's loop."""
+
+    __slots__ = ("loop", "coroutine", "task", "cancelled", "finished")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, coroutine: Coroutine[Any, Any, Any]):
+        self.loop = loop
+        self.coroutine: Coroutine[Any, Any, Any] | None = coroutine
         self.task: asyncio.Task[Any] | None = None
         self.cancelled = False
         self.finished = False
 
-    def start(self, coroutine: Coroutine[Any, Any, Any]) -> None:  # on the orchestrator's loop
+    def start(self) -> None:  # on the orchestrator's loop
+        coroutine, self.coroutine = self.coroutine, None
+        if coroutine is None:
+            return
         if self.cancelled:
             coroutine.close()
             return
         self.task = self.loop.create_task(coroutine)
         self.task.add_done_callback(self._done)
+
+    def discard(self) -> None:
+        coroutine, self.coroutine = self.coroutine, None
+        if coroutine is not None:
+            coroutine.close()
 
     def _done(self, _task: asyncio.Task[Any]) -> None:
         self.finished = True

@@ -70,10 +70,13 @@ def _answer_done(event: Any, spoke: bool, called_tool: bool) -> bool:
     return not tool_only or event.status != "completed"
 
 
-async def _read_until_done(tap: EventTap, exchange: Exchange, on_first_response: asyncio.Event | None = None) -> None:
+def _until_done(exchange: Exchange) -> Callable[[Stamped | None], bool]:
+    """The handler that reads one exchange's events (``EventTap.watch``): it keeps them, raises a fatal error,
+    notes the zero point and is done at the answer's ``ResponseDone``."""
     spoke = called_tool = False
-    while True:
-        item = await tap.next()
+
+    def handle(item: Stamped | None) -> bool:
+        nonlocal spoke, called_tool
         if item is None:
             raise AdapterError("the event stream ended before the response was done", code=ErrorCode.NO_RESPONSE)
         exchange.stamps.append(item)
@@ -86,13 +89,19 @@ async def _read_until_done(tap: EventTap, exchange: Exchange, on_first_response:
         if isinstance(event, (TextDelta, AudioDelta)) or (isinstance(event, Transcript) and event.role == "agent"):
             spoke = True
         called_tool = called_tool or isinstance(event, ToolCall)
-        if _answer_done(event, spoke, called_tool):
-            return
+        return _answer_done(event, spoke, called_tool)
+
+    return handle
+
+
+async def _read_until_done(tap: EventTap, exchange: Exchange, on_first_response: asyncio.Event | None = None) -> None:
+    await tap.watch(_until_done(exchange))
 
 
 async def text_exchange(session: Session, tap: EventTap, text: str) -> Exchange:
     exchange = Exchange(input_mode="text", started=now())
-    reader = asyncio.ensure_future(_read_until_done(tap, exchange))
+    # the events are read where the tap stamps them: one future for the whole exchange, no reader task
+    reader = tap.watch(_until_done(exchange))
     try:
         await session.send_text(text)
         sent = now()
@@ -100,8 +109,8 @@ async def text_exchange(session: Session, tap: EventTap, text: str) -> Exchange:
     finally:
         if not reader.done():
             reader.cancel()
-            with contextlib.suppress(BaseException):
-                await reader
+        elif not reader.cancelled():
+            reader.exception()  # retrieved: an error raised by send_text wins, as before
     zero_from_session = exchange.zero
     exchange.zero = zero_from_session if zero_from_session is not None else sent
     return exchange
@@ -115,11 +124,8 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
     exchange = Exchange(input_mode="audio", started=now())
     pump = AudioPump(session, recorder, frame_ms=frame_ms, line=line)
 
-    async def read() -> None:
-        await _read_until_done(tap, exchange)
-
     pumping = asyncio.ensure_future(pump.run(speech, line_open=line_open))
-    reader = asyncio.ensure_future(read())
+    reader = tap.watch(_until_done(exchange))
     try:
         done, _ = await asyncio.wait({pumping, reader}, return_when=asyncio.FIRST_COMPLETED)
         if pumping in done:
@@ -149,12 +155,30 @@ async def hang_up(session: Session, tap: EventTap) -> list[Stamped]:
     with contextlib.suppress(Exception):
         await session.aclose()
     late: list[Stamped] = []
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(CLOSE_GRACE_S):
-            while (item := await tap.next()) is not None:
-                late.append(item)
+
+    def keep(item: Stamped | None) -> bool:
+        if item is None:
+            return True
+        late.append(item)
+        return False
+
+    rest = tap.watch(keep)
+    if not rest.done():
+        # the grace period ends the wait quietly (a plain timer: cheaper than a timeout scope per conversation)
+        timer = asyncio.get_running_loop().call_later(CLOSE_GRACE_S, _settle, rest)
+        try:
+            await rest
+        finally:
+            timer.cancel()
+            if not rest.done():
+                rest.cancel()
     await tap.aclose()
     return late
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def fold(exchange: Exchange, late: list[Stamped] = ()) -> dict[str, Any]:

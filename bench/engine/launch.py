@@ -4,6 +4,9 @@ answerer, and hands the adapter one ``Endpoint`` per conversation.
 Emulator settings come from one place, ``options.emulator`` of the system (``latency``, ``faults``, ``vad``,
 ``host``, ``port``, ``brain`` and the emulator's own keys). Every mistake there is an exit-2 ``ConfigError``
 naming the system and the field, raised before the run starts.
+
+``start_named_emulator`` starts an emulator the core uses as a tool (``registry.EMULATORS``: the loopback chat model
+behind the offline naturalness judge) with the core's own answerer (``bench.engine.brains``).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bench.config import SystemConfig
-from bench.engine.registry import load_target, spec_for
+from bench.engine.registry import emulator_start, load_target, spec_for
 from bench.errors import ConfigError
 from bench.protocol import SessionSpec, SystemUnderTest
 
@@ -29,41 +32,65 @@ def fixed_answerer(text: str) -> Any:
     return FixedAnswerer(text)
 
 
-def _config_error(system: SystemConfig, prefix: str, exc: ValidationError) -> ConfigError:
+def _config_error(who: str, prefix: str, exc: ValidationError) -> ConfigError:
     problems = "; ".join(f"{prefix}.{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-    return ConfigError(f"system {system.id!r}: {problems}")
+    return ConfigError(f"{who}: {problems}")
+
+
+def _settings(who: str, raw: Any) -> tuple[Any, dict[str, Any]]:
+    """The kit ``EmulatorSettings`` in ``raw`` (an ``options.emulator`` mapping) and the remaining keys."""
+    from adapters.emulators._kit.running import EmulatorSettings
+
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{who}: options.emulator: must be a mapping")
+    raw = dict(raw)
+    try:
+        return EmulatorSettings(**{k: raw.pop(k) for k in SETTINGS_KEYS if k in raw}), raw
+    except ValidationError as exc:
+        raise _config_error(who, "options.emulator", exc) from None
+
+
+async def _start(who: str, start: Any, settings: Any, answerer: Any, options: dict[str, Any]) -> Any:
+    from adapters.emulators._kit.control import ControlPlane
+
+    try:
+        return await start(settings, control=ControlPlane(), answerer=answerer, options=options)
+    except ValidationError as exc:
+        raise _config_error(who, "options.emulator", exc) from None
 
 
 async def start_emulator(system: SystemConfig, *, answerer: Any | None = None) -> Any:
     """Start the emulator of ``system`` (which must be in emulated mode) and return its ``RunningEmulator``."""
     from adapters.emulators._kit.answerer import BrainProfile
-    from adapters.emulators._kit.control import ControlPlane
-    from adapters.emulators._kit.running import EmulatorSettings
 
+    who = f"system {system.id!r}"
     spec = spec_for(system)
     if spec.emulator is None:
-        raise ConfigError(f"system {system.id!r}: adapter {system.adapter!r} has no emulated mode")
-    raw = system.options.get("emulator") or {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"system {system.id!r}: options.emulator: must be a mapping")
-    raw = dict(raw)
-    try:
-        settings = EmulatorSettings(**{k: raw.pop(k) for k in SETTINGS_KEYS if k in raw})
-    except ValidationError as exc:
-        raise _config_error(system, "options.emulator", exc) from None
+        raise ConfigError(f"{who}: adapter {system.adapter!r} has no emulated mode")
+    settings, raw = _settings(who, system.options.get("emulator") or {})
     try:
         profile = BrainProfile(**(raw.pop("brain", None) or {}))
     except ValidationError as exc:
-        raise _config_error(system, "options.emulator.brain", exc) from None
+        raise _config_error(who, "options.emulator.brain", exc) from None
     except TypeError:
-        raise ConfigError(f"system {system.id!r}: options.emulator.brain: must be a mapping") from None
+        raise ConfigError(f"{who}: options.emulator.brain: must be a mapping") from None
     if answerer is None:
         answerer = load_target(DEFAULT_ANSWERER, system=system)(profile)
     start = load_target(spec.emulator, system=system, spec=spec)
-    try:
-        return await start(settings, control=ControlPlane(), answerer=answerer, options=raw)
-    except ValidationError as exc:
-        raise _config_error(system, "options.emulator", exc) from None
+    return await _start(who, start, settings, answerer, raw)
+
+
+async def start_named_emulator(name: str, *, answerer: Any, options: dict[str, Any] | None = None) -> Any:
+    """Start the emulator ``name`` of ``registry.EMULATORS`` — a tool the core uses (the offline naturalness judge's
+    chat model), not a system's emulated mode — with the injected ``answerer`` (an object with a ``profile``
+    (``bench.engine.brains.BrainProfile``) and ``answer(BrainRequest) -> BrainAnswer``). ``options`` are read like
+    a system's ``options.emulator`` (kit settings, then the emulator's own keys; no ``brain``: the answerer is
+    given); a mistake is an exit-2 ``ConfigError`` naming the emulator and the field. Returns its
+    ``RunningEmulator`` (the caller closes it)."""
+    who = f"emulator {name!r}"
+    start = emulator_start(name)
+    settings, raw = _settings(who, options or {})
+    return await _start(who, start, settings, answerer, raw)
 
 
 @dataclass

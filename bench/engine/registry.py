@@ -2,6 +2,11 @@
 
 Each entry names the factory (``module:callable``), the optional extra that installs its SDK, the module whose
 absence means that extra is missing, and the emulator the engine starts for the system in emulated mode.
+
+Besides the systems under test, two tables name vendor code the rest of ``bench`` uses as a tool, so that it never
+imports ``adapters`` itself: ``EMULATORS`` (emulators started without a system of that vendor, e.g. the loopback
+chat model behind the offline naturalness judge; ``launch.start_named_emulator``) and ``CALLERS`` (the caller side
+of a realtime speech API, for a realtime model that plays the caller; ``realtime_caller``).
 """
 
 from __future__ import annotations
@@ -53,6 +58,16 @@ REGISTRY: dict[str, AdapterSpec] = {
 #: system option keys the engine reads itself and never passes to the adapter
 ENGINE_OPTION_KEYS = ("emulator",)
 
+#: emulators the core starts as a tool, not as a system's emulated mode: name → ``module:start``
+EMULATORS: dict[str, str] = {
+    "openai_chat": "adapters.emulators.openai_chat:start",
+}
+
+#: the caller side of a realtime speech API (a realtime model playing the caller): name → ``module:class``
+CALLERS: dict[str, str] = {
+    "openai_realtime": "adapters.openai_realtime.caller:RealtimeCaller",
+}
+
 
 def register(name: str, spec: AdapterSpec) -> None:
     REGISTRY[name] = spec
@@ -78,6 +93,25 @@ def load_target(target: str, *, system: SystemConfig, spec: AdapterSpec | None =
             raise MissingExtra(system.id, spec.extra, spec.sdk_module) from None
         raise
     return getattr(module, attribute)
+
+
+def _by_name(table: dict[str, str], kind: str, name: str) -> Any:
+    target = table.get(name)
+    if target is None:
+        raise ConfigError(f"unknown {kind} {name!r}; known: {', '.join(sorted(table))}")
+    module_name, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)
+
+
+def emulator_start(name: str) -> Any:
+    """The ``start(settings, control=, answerer=, options=)`` of the emulator ``name`` in ``EMULATORS``."""
+    return _by_name(EMULATORS, "emulator", name)
+
+
+def realtime_caller(name: str = "openai_realtime") -> Any:
+    """The caller-side client class of the realtime API ``name`` in ``CALLERS`` (its ``connect(...)`` opens one
+    session; the vendor SDK is imported only then)."""
+    return _by_name(CALLERS, "realtime caller", name)
 
 
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")

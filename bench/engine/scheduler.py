@@ -48,6 +48,8 @@ class RunOutcome:
     execution_failures: int
     skipped_as_done: int
     failures_by_system: dict[str, int]
+    #: when the writer reported the last conversation committed (POSIX time; ``None``: nothing was recorded)
+    last_recorded_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -92,6 +94,14 @@ class RunContext:
     input_mode: str
     context: dict[str, list[str]] = field(default_factory=dict)
     speech: dict[str, bytes] = field(default_factory=dict)
+    #: system id → entry id → session context, for systems whose strategy is not shared_retriever (full_kb: the
+    #: knowledge base; vendor_native: nothing); ``context`` stays the shared passages faithfulness is judged on
+    system_context: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def session_context(self, system_id: str, entry_id: str) -> list[str]:
+        """The knowledge passages one system's session gets for one entry (its context strategy's)."""
+        own = self.system_context.get(system_id)
+        return (self.context if own is None else own).get(entry_id, [])
 
 
 def new_run_id() -> str:
@@ -126,6 +136,9 @@ def build_adapters(config: RunConfig, input_mode: str = "text", required: list[s
         try:
             check_capabilities(system, adapter, [*required_capabilities(input_mode), *(required or [])],
                                f"a --input {input_mode} run")
+            from bench.knowledge import check_strategy_supported
+
+            check_strategy_supported(config, system, adapter)
         except ConfigError as exc:
             refused.append(str(exc))
         adapters[system.id] = adapter
@@ -175,7 +188,8 @@ class _Attempt:
         system, entry = self.launched.config, self.unit.entry
         spec = self.launched.session_spec(
             run_id=self.ctx.run_id, conversation_id=self.unit.conversation_id, attempt=self.attempt,
-            language=entry.language, input_mode=self.ctx.input_mode, context=self.ctx.context.get(entry.id, []),
+            language=entry.language, input_mode=self.ctx.input_mode,
+            context=self.ctx.session_context(system.id, entry.id),
             idle_timeout_s=min(15.0, system.timeout_s / 2),
             caller_script=[entry.phone_question] if self.ctx.input_mode == "audio" else [],
         )
@@ -201,15 +215,25 @@ class _Attempt:
             self.launched.release(spec)
 
 
-def _backoff(system: SystemConfig):
+def _retry_delay(system: SystemConfig, exc: BaseException | None, failed_attempts: int) -> float:
+    """How long to wait after the ``failed_attempts``-th failure: the vendor's Retry-After, else exponential."""
+    if isinstance(exc, AdapterError) and exc.retry_after_s is not None:
+        return min(exc.retry_after_s, 60.0)
+    delay = system.retry.initial_backoff_s * (2 ** (failed_attempts - 1))
+    return min(delay, system.retry.max_backoff_s)
+
+
+def _backoff(system: SystemConfig, before: int = 0):
+    """tenacity's wait for attempts after the first ``before`` ones (which ran outside tenacity)."""
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
-        if isinstance(exc, AdapterError) and exc.retry_after_s is not None:
-            return min(exc.retry_after_s, 60.0)
-        delay = system.retry.initial_backoff_s * (2 ** (state.attempt_number - 1))
-        return min(delay, system.retry.max_backoff_s)
+        return _retry_delay(system, exc, state.attempt_number + before)
 
     return wait
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, AdapterError) and exc.retryable
 
 
 async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
@@ -222,15 +246,27 @@ async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
     failure: tuple[str, str] | None = None
     exchange: Exchange | None = None
     late: list[Stamped] = []
+
+    async def attempt() -> tuple[Exchange, list[Stamped]]:
+        nonlocal attempts, last
+        last = _Attempt(launched, unit, ctx, attempts)
+        attempts += 1
+        return await last.run()
+
     try:
-        async for retrying in AsyncRetrying(retry=retry_if_exception(lambda e: isinstance(e, AdapterError)
-                                                                     and e.retryable),
-                                            stop=stop_after_attempt(system.retry.max_attempts),
-                                            wait=_backoff(system), reraise=True):
-            with retrying:
-                last = _Attempt(launched, unit, ctx, attempts)
-                attempts += 1
-                exchange, late = await last.run()
+        # the first attempt runs without tenacity's machinery (most conversations need no retry); a retryable
+        # failure waits its backoff and hands the remaining attempts to tenacity
+        try:
+            exchange, late = await attempt()
+        except AdapterError as exc:
+            if not (exc.retryable and system.retry.max_attempts > 1):
+                raise
+            await asyncio.sleep(_retry_delay(system, exc, 1))
+            async for retrying in AsyncRetrying(retry=retry_if_exception(_retryable),
+                                                stop=stop_after_attempt(system.retry.max_attempts - 1),
+                                                wait=_backoff(system, before=1), reraise=True):
+                with retrying:
+                    exchange, late = await attempt()
     except AdapterError as exc:
         kind = "retryable" if exc.retryable else "not retryable"
         failure = (str(exc.code), f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
@@ -282,8 +318,9 @@ def _interleave(per_system: dict[str, list[GoldenUnit]]) -> list[GoldenUnit]:
 
 async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str, run_id: str,
                           synthesizer: Any | None) -> RunContext:
-    """Retrieval once per question (the same passages for every system) and, for audio, the caller's speech."""
-    from bench.knowledge import load_knowledge_base
+    """Retrieval once per question (the same passages for every system), each system's context strategy
+    (``bench.knowledge.strategy_contexts``; full_kb that does not fit is exit 2) and, for audio, the speech."""
+    from bench.knowledge import languages_of, load_knowledge_base, strategy_contexts
 
     ctx = RunContext(run_id=run_id, input_mode=input_mode)
     if config.context_top_k:  # context_top_k 0: no shared passages, and no search (BM25 scores every document)
@@ -291,6 +328,7 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
         for entry in golden.entries:
             passages = kb.search(entry.phone_question, k=config.context_top_k, language=entry.language)
             ctx.context[entry.id] = [p.document.body for p in passages]
+    ctx.system_context = strategy_contexts(config, languages_of(golden.entries))
     if input_mode == "audio":
         from bench.audio.speech import SpeechSynthesizer
 
@@ -307,11 +345,13 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                         resume: bool = False, progress: bool = True, adapters: dict[str, Any] | None = None,
                         input_mode: str = "text", reports_dir: Path | None = None,
                         synthesizer: Any | None = None, answerer: Any | None = None,
-                        executor: Executor | None = None) -> RunOutcome:
+                        executor: Executor | None = None, cost_cap: Any | None = None) -> RunOutcome:
     """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``.
 
     ``executor`` says where conversations run (``bench.engine.executors``; default the local executor, asyncio
-    tasks in this process); the store is written here alone, whichever executor ran them."""
+    tasks in this process); the store is written here alone, whichever executor ran them. ``cost_cap`` (a
+    ``bench.engine.budget.CostCap``) is asked before each conversation starts; one it refuses is not recorded (left
+    for ``--resume``) and the run is stored as ``incomplete``."""
     adapters = adapters if adapters is not None else build_adapters(config, input_mode)
     if resume:
         if run_id is None:
@@ -330,6 +370,8 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
         # emulator settings errors are exit 2, before the run is recorded
         await executor.launch(config.systems, adapters, answerer=answerer)
         ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer)
+        if cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
+            cost_cap.prepare(config, golden, ctx, input_mode, store.turns(run_id) if resume else [])
         if not resume:
             store.create_run(RunInfo(
                 run_id=run_id, created_at=_now_iso(), finished_at=None, status="running",
@@ -347,12 +389,16 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
 
         recorded = 0
 
-        def written(record: ConversationRecord) -> None:
-            nonlocal recorded
+        last_recorded_at: float | None = None
+
+        def written(record: ConversationRecord) -> None:  # the writer's thread: after the commit
+            nonlocal recorded, last_recorded_at
             recorded += 1
+            last_recorded_at = datetime.now(UTC).timestamp()
             bar.update(1)
 
-        writer = StoreWriter(store, reports_dir, on_written=written)
+        # a store file is written by the writer's own process: redaction, JSON and SQLite off this interpreter's lock
+        writer = StoreWriter(store, reports_dir, on_written=written, process=True)
         try:
             for system_id, exc in (await executor.start()).items():
                 # a system that cannot start fails each of its conversations, each recorded
@@ -364,15 +410,20 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
 
             def finished(record: ConversationRecord, artifacts: list[PendingArtifact]) -> None:
                 failures[record.system_id] += record.status == "failed"
+                if cost_cap is not None:
+                    cost_cap.finished(record)
                 writer.submit(record, artifacts)
 
-            await executor.run(_interleave(per_system), ctx, finished)
+            await executor.run(_interleave(per_system), ctx, finished,
+                               cost_cap.keep_going if cost_cap is not None else None)
         finally:
             await asyncio.to_thread(writer.close)
             bar.close()
     finally:
         await executor.close()
     total_failures = sum(failures.values())
-    store.finish_run(run_id, "completed" if total_failures == 0 else "completed_with_failures")
+    capped = cost_cap is not None and bool(cost_cap.not_started)
+    store.finish_run(run_id, "incomplete" if capped else "completed" if total_failures == 0 else
+                     "completed_with_failures")
     return RunOutcome(run_id=run_id, recorded=recorded, execution_failures=total_failures,
-                      skipped_as_done=skipped, failures_by_system=failures)
+                      skipped_as_done=skipped, failures_by_system=failures, last_recorded_at=last_recorded_at)

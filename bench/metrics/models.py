@@ -7,6 +7,8 @@ showing a number.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
 from bench import stats
@@ -126,6 +128,8 @@ class SystemSummary(BaseModel):
     label: str
     latency_basis: str = Field(default="", description="what the latency figures measure: in-process, network "
                                "or emulator profile")
+    #: how knowledge reached this system (``bench.knowledge``: shared_retriever, full_kb, vendor_native)
+    context_strategy: str = "not recorded"
     n_turns: int
     executed: int
     execution_failures: int
@@ -247,6 +251,11 @@ class RunSummary(BaseModel):
     comparisons: list[SystemComparison]
     baseline_verdicts: list[BaselineVerdict]
     notes: list[str] = Field(default_factory=list)
+    #: what ``voice-bench run --max-cost-usd`` did (``reports/<run>/cost-cap.json``, ``bench.engine.budget``)
+    cost_cap: dict[str, Any] | None = None
+    #: the naturalness judge against the human fluency ratings, per judge and language (``bench.review.calibration``:
+    #: Spearman rho, n, p, 95 % interval, or the note why there is no figure); empty when no judge scored the clips
+    fluency_calibration: list[dict[str, Any]] = Field(default_factory=list)
 
     def system(self, system_id: str) -> SystemSummary:
         for s in self.systems:

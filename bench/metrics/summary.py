@@ -34,10 +34,20 @@ DEFAULT_CALIBRATION = PROJECT_ROOT / "reports" / "calibration.json"
 
 _STRATEGIES = {
     "shared_retriever": "one retriever (BM25 over the knowledge base) run once per question; every system got the "
-                        "same passages and every system's faithfulness is judged against them",
-    "full_kb": "the whole knowledge base in every system's context",
-    "vendor_native": "knowledge uploaded to the vendor's own knowledge feature",
+                        "same passages",
+    "full_kb": "every knowledge-base document of the entry's language in the system's context (checked against "
+               "its context window)",
+    "vendor_native": "the knowledge base uploaded to the vendor's own knowledge feature, which retrieves for itself",
 }
+_SAME_CONTEXT = "every system's faithfulness is judged against the shared retriever's passages, the same for everyone"
+
+
+def system_strategies(run: RunInfo) -> dict[str, str]:
+    """system id → the context strategy it ran with (its own in the stored run settings, else the run's)."""
+    config = run.config if isinstance(run.config, dict) else {}
+    default = config.get("context_strategy")
+    own = {str(s.get("id")): s.get("context_strategy") for s in config.get("systems") or [] if isinstance(s, dict)}
+    return {s.id: str(own.get(s.id) or default or "not recorded") for s in run.systems}
 
 
 def _system_summary(info: SystemInfo, sys_frame: pd.DataFrame, judge_name: str, judge_info: dict[str, Any],
@@ -134,6 +144,7 @@ def _role(run: RunInfo, role: str) -> str | None:
 
 
 def _context(run: RunInfo, frame: pd.DataFrame) -> tuple[str, str]:
+    """(the run's context strategy — ``mixed`` when its systems differ —, the note the report prints with it)."""
     strategy = run.config.get("context_strategy") if isinstance(run.config, dict) else None
     sources = frame["faithfulness_context"].dropna().value_counts() if "faithfulness_context" in frame else None
     own = int(sources.get(CONTEXT_OWN, 0)) if sources is not None else 0
@@ -141,7 +152,14 @@ def _context(run: RunInfo, frame: pd.DataFrame) -> tuple[str, str]:
     if not strategy:
         return "not recorded", ("run recorded before context parity: each system's faithfulness is judged against "
                                 "its own retrieved context" + (f" ({own} answers)" if own else ""))
-    note = _STRATEGIES.get(str(strategy), str(strategy))
+    used = sorted({v for v in system_strategies(run).values() if v != "not recorded"}) or [str(strategy)]
+    if len(used) > 1:
+        strategy = "mixed"
+        note = "systems differ — " + "; ".join(f"{name}: {_STRATEGIES.get(name, name)}" for name in used)
+    else:
+        strategy = used[0]
+        note = _STRATEGIES.get(strategy, strategy)
+    note += f"; {_SAME_CONTEXT}"
     if own:
         note += f"; {own} answers had no shared context recorded and were judged against their own retrieved context"
     elif shared:
@@ -176,6 +194,9 @@ def summarize_frame(
     groups = {str(k): g for k, g in frame.groupby("system_id", sort=False)} if len(frame) else {}
     summaries = [_system_summary(s, groups.get(s.id, frame.iloc[0:0]), judge_name, judge_info, fluency_ratings,
                                  criteria_name, judges.refusal_name) for s in run.systems]
+    strategies = system_strategies(run)
+    for system_summary in summaries:
+        system_summary.context_strategy = strategies.get(system_summary.id, "not recorded")
     reference = _role(run, "reference")
     baseline = _role(run, "baseline")
     comparisons = [comparison(frame, s, reference, criteria_name, min_effect)

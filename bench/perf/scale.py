@@ -16,6 +16,11 @@ worker), artifact bytes and store bytes per conversation, store commit time per 
 round trips per conversation. Then a capacity plan for ``--plan`` conversations across N nodes of
 ``--node-cores`` cores, derived from the measured figures: the bound of each of CPU, store writes and the
 vendors' concurrency limits.
+
+Optionally (``--runs sim-local,sim-ray``) a simulation matrix: ``--sim-trials`` trials of the shipped
+daily-planning example (``voice-bench simulate run``: scripted caller, tone speech, the fake evaluator WebSocket
+endpoint, full bundles with WAVs) through each executor, at ``--concurrency`` trials at once; printed: trials/s,
+CPU and bundle bytes per trial, pass count.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ from pathlib import Path
 
 ANSWER = "Visiting hours are from two until eight in the evening. Is there anything else?"
 SYSTEMS = (("openai-realtime", "openai_realtime"), ("deepgram-agent", "deepgram_agent"))
-KINDS = ("local", "ray", "ray-nolimits", "audio")
+KINDS = ("local", "ray", "ray-nolimits", "audio", "sim-local", "sim-ray")
+SIM_EXAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "simulation" / "daily_planning"
 
 
 # --- one measured run (child process) ------------------------------------------------------------------------
@@ -183,9 +189,69 @@ def run_one(kind: str, conversations: int, concurrency: int, first_token_ms: flo
         shutil.rmtree(directory, ignore_errors=True)
 
 
+def run_simulation(kind: str, trials: int, parallel: int, ray_cpus: int) -> dict:
+    """One measured simulation matrix (``sim-local`` / ``sim-ray``): the daily-planning example, ``trials`` trials."""
+    import yaml
+
+    from bench.simulation.runner import RunOptions, SimulationRun
+    from bench.simulation.suite import load_suite
+
+    directory = Path(tempfile.mkdtemp(prefix=f"bench-scale-{kind}-"))
+    try:
+        example = Path(shutil.copytree(SIM_EXAMPLE, directory / "example",
+                                       ignore=shutil.ignore_patterns("__pycache__")))
+        os.environ["VOICE_BENCH_PLANNER_DB"] = str(directory / "planner.sqlite")
+        run_file = example / "run-workload-neutral-voice.yaml"
+        data = yaml.safe_load(run_file.read_text(encoding="utf-8"))
+        data["endpoint"]["concurrency"] = parallel
+        run_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+        options = {"init": {"num_cpus": ray_cpus}} if kind == "sim-ray" else {}
+        simulation = SimulationRun(load_suite(run_file), RunOptions(
+            artifacts_dir=directory / "out", trials=trials, parallel=parallel, progress=False,
+            executor="ray" if kind == "sim-ray" else "local", executor_options=options))
+        tree = _TreeCpu()
+        cpu_before = time.process_time()
+        started = time.perf_counter()
+        result = asyncio.run(simulation.execute())
+        wall_s = time.perf_counter() - started
+        driver_cpu_s = time.process_time() - cpu_before
+        cluster_cpu_s = tree.stop()
+        cells = result.report["cells"]
+        bundles = [Path(b) for b in result.report["artifact_bundle_paths"]]
+        stats = getattr(simulation.executor, "stats", {}) or {}
+        workers = stats.get("workers", [])
+        worker_cpu_s = sum(w["cpu_s"] for w in workers)
+        return {
+            "kind": kind, "conversations": result.report["trial_count"],
+            "succeeded": sum(c["passed_trials"] for c in cells), "wall_s": wall_s, "parallel": parallel,
+            "driver_cpu_s": driver_cpu_s, "worker_cpu_s": worker_cpu_s,
+            "cluster_other_cpu_s": max(0.0, cluster_cpu_s - worker_cpu_s),
+            "driver_max_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+            "worker_max_rss": [w["max_rss_bytes"] for w in workers], "exit_code": result.exit_code,
+            "bundle_bytes": sum(f.stat().st_size for b in bundles for f in b.iterdir() if f.is_file()),
+            "retried": len(stats.get("retried", [])),
+        }
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _print_simulation(r: dict) -> None:
+    n = max(r["conversations"], 1)
+    cpu = r["driver_cpu_s"] + r["worker_cpu_s"] + r["cluster_other_cpu_s"]
+    print(f"{r['kind']:>12}: {r['conversations']} trials ({r['succeeded']} passed, exit {r['exit_code']}), wall "
+          f"{r['wall_s']:.1f} s = {r['conversations'] / max(r['wall_s'], 1e-9):.2f} trials/s at --parallel "
+          f"{r['parallel']} (start-up included)")
+    print(f"{'':>14}CPU per trial {1000 * cpu / n:.0f} ms (driver {1000 * r['driver_cpu_s'] / n:.0f}, workers "
+          f"{1000 * r['worker_cpu_s'] / n:.0f}, rest of the cluster {1000 * r['cluster_other_cpu_s'] / n:.0f}); "
+          f"bundle {r['bundle_bytes'] / n / 1024:.0f} KiB per trial; peak memory driver {_mb(r['driver_max_rss'])}"
+          + (f", workers {', '.join(_mb(m) for m in r['worker_max_rss'])}" if r["worker_max_rss"] else "")
+          + (f"; {r['retried']} retried" if r["retried"] else ""))
+
+
 # --- the parent: runs the children, prints the figures and the plan --------------------------------------------
 def _child(kind: str, args: argparse.Namespace) -> dict:
-    count = args.audio_sample if kind == "audio" else args.conversations
+    count = args.audio_sample if kind == "audio" else args.sim_trials if kind.startswith("sim") else \
+        args.conversations
     command = [sys.executable, "-m", "bench.perf.scale", "--one", kind, "--conversations", str(count),
                "--concurrency", str(args.concurrency), "--first-token-ms", str(args.first_token_ms),
                "--ray-cpus", str(args.ray_cpus)]
@@ -273,7 +339,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first-token-ms", type=float, default=50.0, help="the emulators' fixed first-token delay")
     parser.add_argument("--ray-cpus", type=int, default=os.cpu_count() or 2, help="CPUs of the local Ray cluster")
     parser.add_argument("--audio-sample", type=int, default=40, help="audio conversations to measure (0: none)")
-    parser.add_argument("--runs", default="local,ray,ray-nolimits,audio", help=f"which of {','.join(KINDS)}")
+    parser.add_argument("--runs", default="local,ray,ray-nolimits,audio",
+                        help=f"which of {','.join(KINDS)} (the sim-* runs are a simulation matrix; not by default)")
+    parser.add_argument("--sim-trials", type=int, default=40, help="trials of the sim-* runs (default 40)")
     parser.add_argument("--plan", type=int, default=1_000_000, help="conversations to plan for")
     parser.add_argument("--node-cores", type=int, default=16, help="cores per node in the plan")
     parser.add_argument("--vendor-concurrency", type=int, default=50, help="a vendor account's session limit")
@@ -282,6 +350,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.conversations < 2 or args.concurrency < 1 or args.first_token_ms < 0 or args.ray_cpus < 1:
         parser.error("--conversations >= 2, --concurrency >= 1, --first-token-ms >= 0, --ray-cpus >= 1")
+    if args.one and args.one.startswith("sim"):
+        print(json.dumps(run_simulation(args.one, args.conversations, args.concurrency, args.ray_cpus)), flush=True)
+        return 0
     if args.one:
         print(json.dumps(run_one(args.one, args.conversations, args.concurrency, args.first_token_ms,
                                  args.ray_cpus)), flush=True)
@@ -295,7 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     results = {kind: _child(kind, args) for kind in kinds}
     print(f"machine: {os.cpu_count()} CPUs, load average {', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for result in results.values():
-        _print_run(result)
+        (_print_simulation if result["kind"].startswith("sim") else _print_run)(result)
     if "ray" in results and "ray-nolimits" in results:
         with_limits, without = results["ray"], results["ray-nolimits"]
         n = max(with_limits["conversations"], 1)
@@ -306,6 +377,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{1000 * (cpu(with_limits) - cpu(without)) / n:+.2f} ms per conversation; release round trip "
               f"{1000 * with_limits['release_s'] / n:.2f} ms per conversation")
     bad = [r["kind"] for r in results.values() if r["succeeded"] != r["conversations"] or not r["conversations"]]
+    if "sim-local" in results and "sim-ray" in results:
+        same = results["sim-local"]["succeeded"] == results["sim-ray"]["succeeded"]
+        print(f"simulation: {'the same' if same else 'NOT the same'} pass count through both executors")
+        if not same:
+            bad.append("sim-ray")
     if "local" in results or "ray" in results:
         for line in capacity_plan(results, args.plan, args.node_cores, args.vendor_concurrency, args.accounts):
             print(line)

@@ -2,13 +2,19 @@
 
 The turns run through the real engine — ``bench.engine.scheduler.run_benchmark`` with the ``inhouse`` adapter
 (the orchestrator on its own thread and event loop), the conversation driver, the event stamper, retries, the
-store writer thread and a SQLite store file in a temporary directory, the progress bar on unless
-``--no-progress``. The orchestrator answers every question after exactly ``--latency-ms`` (``asyncio.sleep``),
-so the ideal schedule is ``ceil(N / C) × latency``; the benchmark prints actual / ideal for the whole
-``run_benchmark`` call and for the conversation phase alone (first conversation started → last one finished,
-from the stored records). ``--profile cprofile`` prints where the harness's own time went (the engine loop,
-cumulative; the writer thread is profiled separately), ``--profile py-spy`` re-runs itself under py-spy
-(``--native`` off) and prints its top functions.
+store writer (its own process: redaction, JSON, one transaction per batch of finished conversations) and a SQLite
+store file in a temporary directory, the progress bar on unless ``--no-progress`` — the code ``voice-bench run``
+uses (with its ``quiet_gc``). The orchestrator answers every question after exactly ``--latency-ms``
+(``asyncio.sleep``), so the ideal schedule is ``ceil(N / C) × latency``.
+
+**actual / ideal** (the headline, and what the target is checked on) measures *first conversation started → last
+conversation durable*: from the earliest ``started_at`` the engine stored to the moment the store writer reported
+the last conversation committed (``RunOutcome.last_recorded_at``; nothing is skipped). Printed beside it: the
+whole ``run_benchmark`` call (adapter start, run row, writer start/stop, finishing the run: fixed costs, not
+throughput), the conversation phase alone (first started → last finished, before the writer) and the CPU time
+per turn of the harness's process (every thread) plus the store writer's process. ``--profile cprofile`` prints
+where the engine thread's time went, ``--profile py-spy`` re-runs itself under py-spy (``--native`` off) and prints
+its top functions per thread.
 
 Target: ≤ 1.15 at 2,000 turns × 50 ms × concurrency 200 on the project's 2-core machine.
 """
@@ -22,6 +28,7 @@ import io
 import math
 import os
 import pstats
+import resource
 import shutil
 import subprocess
 import sys
@@ -57,13 +64,17 @@ class ThroughputResult:
     turns: int
     concurrency: int
     latency_ms: float
+    #: the whole ``run_benchmark`` call
     wall_s: float
+    #: first conversation started → last conversation finished (stored ``started_at`` / ``finished_at``)
     phase_s: float
     recorded: int
     failures: int
     #: CPU time of the whole process (every thread) during ``run_benchmark``: steadier than wall time on a
     #: machine shared with other work
     cpu_s: float = 0.0
+    #: first conversation started → the writer's last commit returned (the headline)
+    durable_s: float = 0.0
 
     @property
     def ideal_s(self) -> float:
@@ -71,6 +82,11 @@ class ThroughputResult:
 
     @property
     def ratio(self) -> float:
+        """actual / ideal, actual = first conversation started → last conversation durable."""
+        return self.durable_s / self.ideal_s if self.ideal_s else float("inf")
+
+    @property
+    def call_ratio(self) -> float:
         return self.wall_s / self.ideal_s if self.ideal_s else float("inf")
 
     @property
@@ -93,6 +109,7 @@ def _config(turns: int, concurrency: int, latency_ms: float, words: int, dataset
 def run_throughput(turns: int, concurrency: int, latency_ms: float, *, words: int = 12, progress: bool = True,
                    workdir: Path | None = None, profiler: cProfile.Profile | None = None) -> ThroughputResult:
     """Run ``turns`` one-exchange conversations through ``run_benchmark`` and time them."""
+    from bench.engine.clock import quiet_gc
     from bench.engine.scheduler import build_adapters, run_benchmark
     from bench.perf.synthetic import synthetic_golden
     from bench.store import Store
@@ -100,16 +117,17 @@ def run_throughput(turns: int, concurrency: int, latency_ms: float, *, words: in
     golden = synthetic_golden(turns)
     config = _config(turns, concurrency, latency_ms, words, golden.path)
     adapters = build_adapters(config)
+    quiet_gc()  # as ``voice-bench run`` does once everything is loaded (bench.engine.clock)
     own_dir = workdir is None
     directory = Path(tempfile.mkdtemp(prefix="bench-throughput-")) if own_dir else workdir
     directory.mkdir(parents=True, exist_ok=True)
     store = Store(directory / "bench.sqlite")
     try:
         async def timed() -> tuple[float, float, object]:
-            started, cpu = time.perf_counter(), time.process_time()
+            started, cpu = time.perf_counter(), _cpu_seconds()
             outcome = await run_benchmark(config, golden, store, progress=progress, adapters=adapters,
                                           reports_dir=directory / "reports")
-            return time.perf_counter() - started, time.process_time() - cpu, outcome
+            return time.perf_counter() - started, _cpu_seconds() - cpu, outcome
 
         if profiler is not None:
             profiler.enable()
@@ -119,23 +137,33 @@ def run_throughput(turns: int, concurrency: int, latency_ms: float, *, words: in
             if profiler is not None:
                 profiler.disable()
         records = store.turns(outcome.run_id)  # type: ignore[attr-defined]
-        phase_s = _phase_seconds(store, outcome.run_id)  # type: ignore[attr-defined]
+        first_start, phase_s = _phase_seconds(store, outcome.run_id)  # type: ignore[attr-defined]
         return ThroughputResult(turns=turns, concurrency=concurrency, latency_ms=latency_ms, wall_s=wall_s,
                                 phase_s=phase_s, recorded=len(records),
-                                failures=sum(r.status != "succeeded" for r in records), cpu_s=cpu_s)
+                                failures=sum(r.status != "succeeded" for r in records), cpu_s=cpu_s,
+                                durable_s=max(0.0, (outcome.last_recorded_at or 0.0) - first_start)  # type: ignore
+                                if first_start else 0.0)
     finally:
         store.close()
         if own_dir:
             shutil.rmtree(directory, ignore_errors=True)
 
 
-def _phase_seconds(store, run_id: str) -> float:
-    """First conversation started → last conversation finished, from the stored conversation rows."""
+def _cpu_seconds() -> float:
+    """CPU time of this process (every thread) and of its finished children (the store writer's process)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _phase_seconds(store, run_id: str) -> tuple[float, float]:
+    """(first conversation started as a POSIX time, first started → last finished in seconds), from the stored
+    conversation rows."""
     row = store._conn.execute(  # noqa: SLF001 - a benchmark reading its own store
         "SELECT MIN(started_at), MAX(finished_at) FROM conversations WHERE run_id = ?", (run_id,)).fetchone()
     if not row or not row[0]:
-        return 0.0
-    return (datetime.fromisoformat(row[1]) - datetime.fromisoformat(row[0])).total_seconds()
+        return 0.0, 0.0
+    first, last = datetime.fromisoformat(row[0]), datetime.fromisoformat(row[1])
+    return first.timestamp(), (last - first).total_seconds()
 
 
 def _print_profile(profiler: cProfile.Profile, top: int) -> None:
@@ -157,8 +185,8 @@ def _py_spy(argv: list[str], top: int) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="bench-throughput-spy-") as tmp:
         raw = Path(tmp) / "profile.txt"
-        command = [py_spy, "record", "--format", "raw", "--threads", "--rate", "250", "-o", str(raw), "--",
-                   sys.executable, "-m", "bench.perf.throughput", *argv]
+        command = [py_spy, "record", "--format", "raw", "--threads", "--subprocesses", "--rate", "250", "-o",
+                   str(raw), "--", sys.executable, "-m", "bench.perf.throughput", *argv]
         code = subprocess.call(command)
         if not raw.exists():
             return code or 1
@@ -179,9 +207,15 @@ def summarize_py_spy(collapsed: str, top: int) -> None:
         count = int(count_text)
         total += count
         frames = stack.split(";")
-        threads[frames[0]] = threads.get(frames[0], 0) + count
+        skip = 0
+        while skip < len(frames) - 1 and frames[skip].startswith("process "):  # --subprocesses: processes first
+            skip += 1
+        name = "writer process" if skip and "writer_process" in frames[skip - 1] else "harness"
+        where = f"{name}: {frames[skip]}"
+        skip += 1
+        threads[where] = threads.get(where, 0) + count
         own[frames[-1]] = own.get(frames[-1], 0) + count
-        for frame in set(frames[1:]):
+        for frame in set(frames[skip:]):
             inclusive[frame] = inclusive.get(frame, 0) + count
     print(f"\n--- py-spy: {total} samples ---")
     for name, count in sorted(threads.items(), key=lambda kv: -kv[1]):
@@ -225,16 +259,20 @@ def main(argv: list[str] | None = None) -> int:
         ratios.append(result.ratio)
         print(f"{result.turns} turns x {result.latency_ms:g} ms at concurrency {result.concurrency}: "
               f"recorded {result.recorded} ({result.failures} failed); ideal {result.ideal_s:.3f} s; "
-              f"run_benchmark {result.wall_s:.3f} s = {result.ratio:.3f} x ideal; conversation phase "
-              f"{result.phase_s:.3f} s = {result.phase_ratio:.3f} x ideal; CPU {result.cpu_s:.3f} s "
-              f"({result.cpu_s / result.turns * 1000:.3f} ms per turn)", flush=True)
+              f"first start -> last durable {result.durable_s:.3f} s = {result.ratio:.3f} x ideal; "
+              f"conversation phase (first start -> last finish) {result.phase_s:.3f} s = "
+              f"{result.phase_ratio:.3f} x; whole run_benchmark call {result.wall_s:.3f} s = "
+              f"{result.call_ratio:.3f} x; CPU {result.cpu_s:.3f} s ({result.cpu_s / result.turns * 1000:.3f} ms "
+              "per turn)", flush=True)
         if result.recorded != result.turns or result.failures:
             print("error: not every turn was recorded as succeeded", file=sys.stderr)
             return 4
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"machine: {os.cpu_count()} CPUs, load average {load}")
     best = min(ratios)
-    print(f"actual/ideal: {best:.3f} (best of {len(ratios)}; target <= {TARGET_RATIO}: "
+    print(f"actual/ideal (actual = first conversation started -> last conversation durable in the store; ideal = "
+          f"ceil(N/C) x latency): {best:.3f} (best of {len(ratios)}; median {sorted(ratios)[len(ratios) // 2]:.3f}; "
+          f"target <= {TARGET_RATIO}: "
           f"{'met' if best <= TARGET_RATIO else 'MISSED'})")
     if profiler is not None:
         _print_profile(profiler, args.top)

@@ -14,6 +14,7 @@ import os
 import re
 import threading
 import urllib.parse
+from collections.abc import Iterable
 from typing import Any
 
 MARKER = "***"
@@ -22,6 +23,9 @@ PIECE = 8
 
 _lock = threading.Lock()
 _secrets: set[str] = set()
+#: bumped by every ``register_secret`` (the sorted list of known values is rebuilt only when it or the environment
+#: changed)
+_version = 0
 
 #: environment variables whose values are always treated as secrets when set
 SECRET_ENV_VARS = (
@@ -40,19 +44,25 @@ _HEADER = re.compile(r"(?i)\b((?:x-)?(?:api[_-]?key|auth[a-z\-]*|[a-z\-]*token|[
                      r"((?:(?:bearer|basic|token)\s+)?[^\s\"',};&]+)")
 
 
-#: cheap necessary conditions of the patterns above (on the case-folded text / the text as it is)
-_BEARER_HINT = re.compile(r"(?:bearer|token|basic)\s")
-_HEADER_HINT = re.compile(r"(?:(?:key|token|secret)|(?:auth|credential)[a-z\-]*)[\"']?\s*[:=]")
+#: cheap necessary conditions of the patterns above (on the case-folded text / the text as it is). Each is split
+#: into patterns that start with a literal word: ``re`` scans for a literal start about 30 times faster than for an
+#: alternation (0.5 µs instead of 21 µs on a 1.3 KB record), and one of them matches wherever the alternation would
+_BEARER_HINTS = tuple(re.compile(rf"{word}\s") for word in ("bearer", "token", "basic"))
+_HEADER_HINTS = tuple(re.compile(rf"{word}[\"']?\s*[:=]") for word in ("key", "token", "secret")) + tuple(
+    re.compile(rf"{word}[a-z\-]*[\"']?\s*[:=]") for word in ("auth", "credential"))
 _KEY_PREFIXES = tuple(f"{p}{s}" for p in ("sk", "xi", "pk", "rk", "dg") for s in "-_")
+_KEY_HINTS = tuple(re.compile(rf"{p}[-_]") for p in ("sk", "xi", "pk", "rk", "dg"))
 
 
 def register_secret(value: str | None) -> None:
     """Remember ``value`` as a credential so it is removed wherever it appears (values under 6 characters are
     too short to redact safely and are ignored); a URL's own credentials are remembered with it."""
+    global _version
     if value and len(value) >= 6:
         with _lock:
             _secrets.add(value)
             _secrets.update(url_credentials(value))
+            _version += 1
 
 
 def url_credentials(value: str) -> set[str]:
@@ -84,17 +94,35 @@ def known_secrets() -> set[str]:
     return values
 
 
-_sorted_cache: tuple[frozenset[str], tuple[str, ...]] = (frozenset(), ())
+#: the secret variables as ``os.environ`` keeps them, read straight from its dictionary (``os.environ.get`` costs
+#: about 0.6 µs per absent variable: it raises and catches a KeyError); plain ``os.environ.get`` where that
+#: dictionary is not there
+_ENVIRON = os.environ
+_environ_data = getattr(_ENVIRON, "_data", None)
+_encodekey = getattr(_ENVIRON, "encodekey", None)
+_FAST_ENV = isinstance(_environ_data, dict) and callable(_encodekey)
+_ENV_KEYS: tuple[Any, ...] = (tuple(_encodekey(v) for v in SECRET_ENV_VARS) if _FAST_ENV  # type: ignore[misc]
+                              else SECRET_ENV_VARS)
+
+
+def _secret_env_values() -> tuple[Any, ...]:
+    if _FAST_ENV and os.environ is _ENVIRON:
+        return tuple(map(_environ_data.get, _ENV_KEYS))  # type: ignore[union-attr]
+    return tuple(os.environ.get(variable) for variable in SECRET_ENV_VARS)  # os.environ was replaced
+
+#: (registry version, registry size, secret environment values) → the known values, longest first
+_sorted_cache: tuple[tuple[Any, ...], tuple[str, ...]] = ((), ())
 
 
 def _known_longest_first() -> tuple[str, ...]:
-    """``known_secrets()`` longest first (sorted again only when the set changed)."""
+    """``known_secrets()`` longest first (rebuilt only when the registry or a secret environment variable changed:
+    the check is a few dictionary look-ups, cheap enough to run for every text)."""
     global _sorted_cache
-    values = frozenset(known_secrets())
+    key = (_version, len(_secrets), _secret_env_values())
     cached_for, ordered = _sorted_cache
-    if values != cached_for:
-        ordered = tuple(sorted(values, key=len, reverse=True))
-        _sorted_cache = (values, ordered)
+    if key != cached_for:
+        ordered = tuple(sorted(known_secrets(), key=len, reverse=True))
+        _sorted_cache = (key, ordered)
     return ordered
 
 
@@ -140,7 +168,17 @@ def redact(text: str) -> str:
     """``text`` without any known credential value or anything credential-shaped."""
     if not text:
         return text
+    return _redact(text, _known_longest_first())
+
+
+def redact_many(texts: Iterable[str]) -> list[str]:
+    """``[redact(t) for t in texts]``, looking up the known credentials once for all of them (the store redacts
+    every piece of a batch of records this way)."""
     values = _known_longest_first()
+    return [_redact(text, values) if text else text for text in texts]
+
+
+def _redact(text: str, values: tuple[str, ...]) -> str:
     for value in values:
         if value in text:
             text = text.replace(value, MARKER)
@@ -149,14 +187,14 @@ def redact(text: str) -> str:
     folded = text.casefold().replace("\u0131", "i").replace("\u0307", "")  # (?i) also takes ı and İ for i
     if "://" in text and "@" in text:
         text = _USERINFO.sub(rf"\1{MARKER}@", text)
-    if _BEARER_HINT.search(folded):
+    if any(hint.search(folded) for hint in _BEARER_HINTS):
         text = _BEARER.sub(rf"\1 {MARKER}", text)
     if "=" in text:
         text = _QUERY.sub(rf"\1={MARKER}", text)
-    if _HEADER_HINT.search(folded):
+    if any(hint.search(folded) for hint in _HEADER_HINTS):
         text = _HEADER.sub(lambda m: m.group(0) if m.group(3).startswith(MARKER)
                            else f"{m.group(1)}{m.group(2)}{MARKER}", text)
-    if any(prefix in text for prefix in _KEY_PREFIXES):
+    if any(hint.search(text) for hint in _KEY_HINTS):  # one of _KEY_PREFIXES is in the text
         text = _KEY_LIKE.sub(lambda m: f"{m.group(1)}-{MARKER}", text)
     # last, what the patterns left of a known credential that was cut short before this text was redacted
     for value in values:

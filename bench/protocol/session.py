@@ -7,18 +7,21 @@ paced frames; ``end_input`` commits where the endpoint does not detect the end o
 event stream for the whole conversation (``events()``) and finally ``aclose()``-s it.
 
 ``StreamingSession`` is the base most adapters build on: a background reader turns wire frames into events
-with ``emit``; a failure becomes one fatal ``ErrorEvent`` that ends the stream. ``run_turn`` is the one-exchange
-helper on top (open, send, read to ``ResponseDone``, close), like livekit's ``recognize()`` beside ``stream()``.
+with ``emit``; a failure becomes one fatal ``ErrorEvent`` that ends the stream. Its ``events()`` is an
+``EventStream``: read it with ``async for``, or ``listen`` to it — the engine's tap does, and so stamps each event
+where the adapter emits it. ``run_turn`` is the one-exchange helper on top (open, send, read to ``ResponseDone``,
+close), like livekit's ``recognize()`` beside ``stream()``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import inspect
 import itertools
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -151,18 +154,68 @@ class Session(ABC):
 
 _END = object()
 
+#: a listener of a session's event stream (``EventStream.listen``): called with each event as it is emitted, then
+#: with ``None`` once the stream has ended
+Listener = Callable[[Any], None]
+
+
+class EventStream:
+    """What ``StreamingSession.events()`` returns: an async iterator over the session's events, in order.
+
+    Any number of readers may iterate (each event goes to one of them, and the end reaches all). Instead, one
+    consumer may ``listen``: its callback is then called with every event right where the adapter emits it (no
+    hand-off through the loop per event; the engine stamps events there) and with ``None`` once the stream has
+    ended; what was emitted before it listened is handed over at once, in order.
+    """
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: StreamingSession):
+        self._session = session
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        session = self._session
+        pending = session._pending
+        while True:
+            if pending:
+                item = pending[0]
+                if item is _END:  # stays: a second reader also ends
+                    raise StopAsyncIteration
+                return pending.popleft()
+            waiter = asyncio.get_running_loop().create_future()
+            session._readers.append(waiter)
+            try:
+                await waiter
+            finally:
+                with contextlib.suppress(ValueError):
+                    session._readers.remove(waiter)
+
+    async def aclose(self) -> None:
+        """Stop reading (nothing to release: the events stay with the session)."""
+
+    def listen(self, listener: Listener) -> Callable[[], None]:
+        """Hand every event to ``listener`` as it is emitted (see the class docstring); returns the function that
+        stops listening (later events queue for readers again). ``listener`` must not raise."""
+        return self._session._listen(listener)
+
 
 class StreamingSession(Session):
-    """A session whose events come from background tasks through one queue.
+    """A session whose events come from background tasks through one stream.
 
     Subclasses start their reader with ``spawn`` and call ``emit`` for each normalized event; an exception in a
     spawned task (``AdapterError`` or anything else) ends the stream with one fatal ``ErrorEvent``.
-    ``new_response_id`` numbers responses ``r1``, ``r2``, … per session.
+    ``new_response_id`` numbers responses ``r1``, ``r2``, … per session. Events wait in a queue for ``events()``
+    readers, or go straight to the stream's one listener (``EventStream.listen``, what the engine's tap uses).
     """
 
     def __init__(self, capabilities: Capabilities):
         self.capabilities = capabilities
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._pending: collections.deque[Any] = collections.deque()
+        self._readers: list[asyncio.Future[None]] = []
+        self._listener: Listener | None = None
         self._seq = itertools.count(1)
         self._responses = itertools.count(1)
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -174,11 +227,16 @@ class StreamingSession(Session):
         return f"r{next(self._responses)}"
 
     def emit(self, event: BaseModel) -> None:
-        """Queue ``event`` with the next sequence number (ignored once the stream has ended)."""
+        """Hand ``event`` on with the next sequence number (ignored once the stream has ended)."""
         if self._ended:
             return
         event.seq = next(self._seq)  # type: ignore[attr-defined]
-        self._queue.put_nowait(event)
+        if self._listener is not None:
+            self._listener(event)
+        else:
+            self._pending.append(event)
+            if self._readers:
+                self._wake_readers()
         if isinstance(event, ErrorEvent) and event.fatal:
             self._end()
 
@@ -216,9 +274,10 @@ class StreamingSession(Session):
         return task
 
     async def cancel_tasks(self) -> None:
-        for task in list(self._tasks):
+        tasks = [task for task in self._tasks if not task.done()]
+        for task in tasks:
             task.cancel()
-        for task in list(self._tasks):
+        for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
 
@@ -229,16 +288,38 @@ class StreamingSession(Session):
     def _end(self) -> None:
         if not self._ended:
             self._ended = True
-            self._queue.put_nowait(_END)
+            if self._listener is not None:
+                self._listener(None)
+            else:
+                self._pending.append(_END)
+                if self._readers:
+                    self._wake_readers()
+
+    def _wake_readers(self) -> None:
+        readers, self._readers = self._readers, []
+        for waiter in readers:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _listen(self, listener: Listener) -> Callable[[], None]:
+        if self._listener is not None:
+            raise RuntimeError("this session's event stream already has a listener")
+        pending, self._pending = self._pending, collections.deque()
+        self._listener = listener
+        for item in pending:
+            listener(None if item is _END else item)
+
+        def stop() -> None:
+            if self._listener is listener:
+                self._listener = None
+                if self._ended:  # what ``events()`` readers would see after it
+                    self._pending.append(_END)
+
+        return stop
 
     # -- Session ------------------------------------------------------------------------------------
-    async def events(self) -> AsyncIterator[Event]:  # type: ignore[override]
-        while True:
-            item = await self._queue.get()
-            if item is _END:
-                self._queue.put_nowait(_END)  # a second reader also ends
-                return
-            yield item
+    def events(self) -> EventStream:  # type: ignore[override]
+        return EventStream(self)
 
     async def aclose(self) -> None:
         if self._closed:

@@ -11,6 +11,7 @@ shows at most ``FAILURE_ROWS_IN_HTML`` failure details per system with the total
 from __future__ import annotations
 
 import csv
+import json
 import multiprocessing
 import os
 from collections.abc import Callable
@@ -208,7 +209,10 @@ def render_html(
     compare_run_id: str | None,
     generated_at: str,
     compare_warnings: list[str] | None = None,
+    calibration: list[Any] | None = None,
 ) -> str:
+    """The report page; ``calibration``: the fluency section's judge-vs-human rows
+    (``bench.review.calibration.calibration``), none when no naturalness judge scored the run's clips."""
     series = _series(summary, frame)
     intents_present = [
         i for i in INTENTS if any(row.key == i for s in summary.systems for row in s.breakdowns["intent"])
@@ -251,6 +255,7 @@ def render_html(
         vendor_columns=vendor_columns,
         failure_cap=FAILURE_ROWS_IN_HTML,
         regressions=regressions,
+        calibration=calibration or [],
         compare_run_id=compare_run_id,
         comparisons={c.system: c for c in summary.comparisons},
         trend_runs=len(trend_runs),
@@ -363,6 +368,10 @@ def write_report(
         from bench.review.aggregate import ratings_for_summary
 
         fluency = ratings_for_summary(store, run.run_id)
+        # and the naturalness judge's calibration against those ratings (bench.review.calibration), if it ran
+        from bench.review.calibration import calibration as judge_calibration
+
+        calibration = judge_calibration(store, run.run_id)
         summary = summarize_frame(run, frame, golden, judge.name, info.as_dict(), fluency_ratings=fluency,
                                   calibration_path=_calibration_path(out_dir), judges=judges)
     regressions = None
@@ -376,12 +385,17 @@ def write_report(
     with phase(timings, "trend"):
         points = trend(store, golden, current=(run, frame))
     generated_at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    cost_cap_file = out_dir / "cost-cap.json"  # written by `voice-bench run --max-cost-usd` before the report
+    if cost_cap_file.exists():
+        summary.cost_cap = json.loads(cost_cap_file.read_text(encoding="utf-8"))
+    summary.fluency_calibration = [row.model_dump() for row in calibration]
     with phase(timings, "write summary.json + report.md"):
         paths.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
         paths.markdown.write_text(render_markdown(summary, regressions, compare_warnings), encoding="utf-8")
     with phase(timings, "render report.html"):
         paths.html.write_text(
-            render_html(summary, frame, points, regressions, compare_run_id, generated_at, compare_warnings),
+            render_html(summary, frame, points, regressions, compare_run_id, generated_at, compare_warnings,
+                        calibration=calibration),
             encoding="utf-8",
         )
     with phase(timings, "simulation section"):  # multi-turn simulations, if any were run (bench/simulation/report)

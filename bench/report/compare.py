@@ -225,6 +225,12 @@ def run_differences(run_before: RunInfo, run_after: RunInfo) -> list[str]:
     sa = run_after.config.get("context_strategy") if isinstance(run_after.config, dict) else None
     if sb != sa:
         out.append(f"different context strategies: {sb or 'not recorded'} -> {sa or 'not recorded'}")
+    from bench.metrics.summary import system_strategies
+
+    kb, ka = system_strategies(run_before), system_strategies(run_after)
+    for system_id in sorted(set(kb) & set(ka)):
+        if kb[system_id] != ka[system_id] and (sb == sa or kb[system_id] != sb or ka[system_id] != sa):
+            out.append(f"system {system_id} context strategy changed: {kb[system_id]} -> {ka[system_id]}")
     if run_before.trials != run_after.trials:
         out.append(f"different trials per entry: {run_before.trials} -> {run_after.trials}")
     return out

@@ -67,6 +67,10 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
         f"{', '.join(sorted(set(summary.pricing_dates.values()))) or 'n/a'}"
     )
     lines.append("")
+    lines.append("Context strategy per system: " + " · ".join(
+        f"{_esc(s.id)} `{_esc(s.context_strategy)}`" for s in summary.systems)
+        + (f" — {_esc(summary.context_note)}" if summary.context_note else ""))
+    lines.append("")
     if summary.any_emulated:
         lines.append(
             f"> **EMULATED rows**: {', '.join(_esc(s) for s in summary.emulated_systems)} ran against "
@@ -127,6 +131,19 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
             tag = " (EMULATED)" if r.emulated else ""
             lines.append(f"- **{_esc(r.system)}**{tag} {r.describe()} — {mark}")
         lines.append("")
+    for row in summary.fluency_calibration:  # the naturalness judge against the human fluency ratings
+        figure = (f"Spearman ρ {row['rho']:.2f} (n={row['n']}" + (f", p={row['p_value']:.3f}" if row["p_value"]
+                  is not None else "") + ")") if row["rho"] is not None else row["note"] or f"no figure (n={row['n']})"
+        kind = " — heuristic, not an LLM" if row["judge_kind"] == "heuristic" else ""
+        lines.append(f"- Fluency calibration, judge {_esc(row['judge'])}{kind}, {_esc(row['language'])}: "
+                     f"{_esc(figure)}")
+    if summary.cost_cap:
+        cap = summary.cost_cap
+        skipped = ", ".join(f"{k}: {v}" for k, v in cap.get("not_started_by_system", {}).items())
+        lines.append(f"- Cost cap ${cap['cap_usd']:.2f}: estimate ${cap['estimate_usd']:.4f}, metered actual "
+                     f"${cap['actual_usd']:.4f}, {cap['started']} paid conversations started"
+                     + (f", {len(cap['not_started'])} not started ({_esc(skipped)}; continue with `voice-bench run "
+                        f"--resume {summary.run_id}`)" if cap.get("not_started") else ""))
     for note in summary.notes:
         lines.append(f"- {_esc(note)}")
     return "\n".join(lines).rstrip() + "\n"

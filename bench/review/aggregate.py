@@ -14,6 +14,8 @@ only by ``self_consistency``. Only clips in the run's clip index (``bench.review
 - ``self_consistency(store, run_id)`` — per reviewer: repeated clips, exact agreement, mean absolute difference.
 - ``ratings_for_summary(store, run_id)`` — the counted ratings as ``system_id, entry_id, rating, rater_id`` for
   ``bench.metrics.summarize_frame`` (the report's fluency column), or None when the run has none.
+
+The naturalness judge's calibration against these ratings (Spearman ρ per clip) is ``bench.review.calibration``.
 """
 
 from __future__ import annotations

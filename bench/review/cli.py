@@ -1,4 +1,4 @@
-"""``voice-bench review``: clips, serve, export, import, summary (the parser block and the commands).
+"""``voice-bench review``: clips, serve, export, import, judge, summary (the parser block and the commands).
 
 ``bench/cli.py`` calls ``add_review_parser(sub)``; every command opens the store itself and returns an exit code
 (0 ok, 2 usage/data error via ``ConfigError``/``ValidationFailed``).
@@ -140,23 +140,72 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _concurrency(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 64:
+        raise argparse.ArgumentTypeError(f"--concurrency takes a number 1-64, not {text!r}")
+    return int(text)
+
+
+def cmd_judge(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bench.errors import ExecutionFailure
+    from bench.review.judge import judge_clips, load_judge_config, offline_judge
+
+    if args.provider and not args.judge_config:
+        raise ConfigError("--provider names a provider of --judge-config; give --judge-config FILE too")
+    spec = load_judge_config(Path(args.judge_config), args.provider) if args.judge_config else None
+    store = _store(args)
+    try:
+        run, _, clips = _prepared(store, args, args.run)
+        if args.language and not any(c.language == args.language for c in clips.values()):
+            raise ConfigError(f"--language {args.language}: run {run.run_id} has no clips in that language")
+
+        async def judged():  # noqa: ANN202
+            if spec is not None:
+                return spec, await judge_clips(store, run.run_id, clips, spec, rescore=args.rescore,
+                                               language=args.language, concurrency=args.concurrency)
+            async with offline_judge() as offline:
+                return offline, await judge_clips(store, run.run_id, clips, offline, rescore=args.rescore,
+                                                  language=args.language, concurrency=args.concurrency)
+
+        used, outcome = asyncio.run(judged())
+    finally:
+        store.close()
+    print(f"naturalness judge {used.name} ({used.description}); seed 004 turn score 1-5 per clip from "
+          f"{', '.join(used.config.turn_factors)}")
+    print(f"run {run.run_id}: {outcome.describe()}")
+    for clip_id, error in outcome.failures[:20]:
+        print(f"  clip {clip_id[:12]}: {error}", file=sys.stderr)
+    if outcome.failures:
+        raise ExecutionFailure(f"the judge failed on {len(outcome.failures)} of "
+                               f"{len(outcome.failures) + outcome.scored} clips; the others are stored")
+    return EXIT_OK
+
+
 def cmd_summary(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from bench.review.aggregate import agreement, fluency_summary, self_consistency
+    from bench.review.calibration import calibration, calibration_frame
 
     store = _store(args)
     try:
         run = store.get_run(args.run)
+        rows = calibration(store, run.run_id)
         tables = {"fluency per system x language": fluency_summary(store, run.run_id),
                   "agreement per language (Krippendorff's alpha, ordinal)": agreement(store, run.run_id),
-                  "self-consistency per reviewer": self_consistency(store, run.run_id)}
+                  "self-consistency per reviewer": self_consistency(store, run.run_id),
+                  "calibration: naturalness judge vs mean human fluency per clip (Spearman rho, 95% CI Fisher z)":
+                      calibration_frame(rows)}
     finally:
         store.close()
     with pd.option_context("display.width", 160, "display.max_columns", 30):
         for title, table in tables.items():
             print(f"{title}:")
             print(table.to_string(index=False) if not table.empty else "  (none)")
+    for name, description in sorted({(r.judge, r.description) for r in rows}):
+        print(f"judge {name}: {description}")
     return EXIT_OK
 
 
@@ -210,6 +259,20 @@ def add_review_parser(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("--store", help="store file (default reports/bench.sqlite)")
     imp.set_defaults(func=cmd_import)
 
-    summary = commands.add_parser("summary", help="fluency per system x language, agreement, self-consistency")
+    judge = commands.add_parser("judge", help="score every clip with the naturalness judge (seed 004 turn qualities; "
+                                              "offline: a deterministic heuristic)")
+    common(judge, True)
+    judge.add_argument("--judge-config", help="YAML with the judge provider (a simulation run file works: providers, "
+                                              "quality_evaluation.provider, naturalness); default: the offline "
+                                              "heuristic judge")
+    judge.add_argument("--provider", help="which provider of --judge-config (default quality_evaluation.provider)")
+    judge.add_argument("--language", help="only clips in this language")
+    judge.add_argument("--rescore", action="store_true", help="judge clips this judge has scored before again")
+    judge.add_argument("--concurrency", type=_concurrency, default=4, help="judge calls at once (default 4)")
+    synthesis(judge)
+    judge.set_defaults(func=cmd_judge)
+
+    summary = commands.add_parser("summary", help="fluency per system x language, agreement, self-consistency, "
+                                                  "judge calibration")
     common(summary, True)
     summary.set_defaults(func=cmd_summary)

@@ -89,25 +89,36 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
-_ready: weakref.WeakKeyDictionary[Store, bool] = weakref.WeakKeyDictionary()
+#: per open store, the review tables known to exist in its file
+_ready: weakref.WeakKeyDictionary[Store, set[str]] = weakref.WeakKeyDictionary()
+
+
+def ensure_review_table(store: Store, ddl: str, table: str) -> None:
+    """Run ``ddl`` (``CREATE TABLE IF NOT EXISTS …``) creating ``table`` in the store's file, once per open store."""
+    if table in _ready.get(store, ()):
+        return
+    with store._lock:
+        store._conn.executescript(ddl)
+        store._conn.commit()
+    _ready.setdefault(store, set()).add(table)
+
+
+def review_table_exists(store: Store, table: str) -> bool:
+    """Whether ``table`` exists in the store's file (readers answer "nothing" without creating it)."""
+    if table in _ready.get(store, ()):
+        return True
+    row = store._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,))
+    return row.fetchone() is not None
 
 
 def ensure_tables(store: Store) -> None:
     """Create the review tables in the store's file (once per open store)."""
-    if _ready.get(store):
-        return
-    with store._lock:
-        store._conn.executescript(_TABLES)
-        store._conn.commit()
-    _ready[store] = True
+    ensure_review_table(store, _TABLES, "review_rating_context")
 
 
 def tables_exist(store: Store) -> bool:
-    """Whether the review tables exist (readers answer "nothing" without creating them)."""
-    if _ready.get(store):
-        return True
-    row = store._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='review_rating_context'")
-    return row.fetchone() is not None
+    """Whether the review tables exist."""
+    return review_table_exists(store, "review_rating_context")
 
 
 def normalize_reviewer(name: str) -> str:

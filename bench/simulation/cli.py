@@ -1,6 +1,7 @@
 """``voice-bench simulate``: ``validate RUN.yaml`` (resolve and check everything, open no connection) and
 ``run RUN.yaml`` (the matrix, with ``--trials``, ``--artifacts-dir``, ``--tags``, ``--parallel``, ``--no-audio``,
-``--max-cost-usd``, ``--naturalness``/``--no-naturalness``, ``--estimate``).
+``--max-cost-usd``, ``--naturalness``/``--no-naturalness``, ``--estimate``, and ``--executor local|ray`` with
+``--ray-address auto|ray://…`` exactly as ``voice-bench run`` takes them).
 
 Exit codes: 0 every trial executed and passed pass^k · 2 CLI, configuration, asset or override error · 3 executed
 but a critical verdict failed · 4 a trial or provider failed to execute (or the cost cap left trials unstarted).
@@ -81,7 +82,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         tags=[t.strip() for t in (args.tags or "").split(",") if t.strip()], parallel=args.parallel,
         no_audio=args.no_audio, max_cost_usd=args.max_cost_usd, store_path=Path(args.store) if args.store else None,
         naturalness=args.naturalness, progress=not args.no_progress, fresh=args.fresh,
-        systems=[s.strip() for s in (args.systems or "").split(",") if s.strip()])
+        systems=[s.strip() for s in (args.systems or "").split(",") if s.strip()],
+        executor=args.executor, ray_address=args.ray_address)
     simulation = SimulationRun(suite, options)
     if args.estimate:
         return _print_estimate(simulation)
@@ -99,6 +101,8 @@ def cmd_run(args: argparse.Namespace) -> int:
           + (f", cap ${cost['cap_usd']:.4f}" if cost["cap_usd"] is not None else ""))
     if cost["not_started"]:
         print(f"cost cap: {len(cost['not_started'])} conversation(s) not started", file=sys.stderr)
+    if args.executor != "local":
+        print(f"executor: {args.executor}" + (f" ({args.ray_address})" if args.ray_address else ""))
     print(f"run report: {result.report_path}")
     print(f"exit {result.exit_code}: {EXIT_NAMES.get(result.exit_code, '')}")
     return result.exit_code
@@ -158,4 +162,9 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     run.add_argument("--fresh", action="store_true", help="start a new run even if DIR holds an unfinished one")
     run.add_argument("--estimate", action="store_true", help="print the expected spend per system and exit")
     run.add_argument("--no-progress", action="store_true", help="no line per finished trial")
+    run.add_argument("--executor", choices=("local", "ray"), default="local",
+                     help="where trials run: asyncio tasks in this process (default) or Ray workers")
+    run.add_argument("--ray-address", metavar="ADDRESS",
+                     help="Ray cluster for --executor ray: 'auto' (this node's cluster) or ray://host:10001 "
+                          "(default: start a local cluster on this machine)")
     run.set_defaults(func=cmd_run)

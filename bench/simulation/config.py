@@ -26,6 +26,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from bench.errors import Problem, ValidationFailed
 from bench.protocol.redact import is_secret_name, register_secret
+from bench.simulation.speech import ElevenLabsSettings
 
 ExitReason = Literal[
     "endpoint_completion",  # the agent closed the conversation (completion intent or tool, or it hung up)
@@ -271,6 +272,74 @@ class Environment(_Model):
         return found
 
 
+# --- the realtime persona -------------------------------------------------------------------------------------
+#: the voices of OpenAI's realtime speech models
+REALTIME_VOICES = ("alloy", "ash", "ballad", "cedar", "coral", "echo", "marin", "sage", "shimmer", "verse")
+#: where a live realtime persona reads its key when the run file names none
+REALTIME_KEY_ENV = "OPENAI_API_KEY"
+
+
+class RealtimePersonaSettings(_Model):
+    """``persona_mode: realtime`` — the realtime speech model that plays the caller (``realtime_persona:``).
+
+    ``mode: emulated`` (offline): each conversation starts the repo's OpenAI Realtime emulator with a persona brain
+    (``brain``, a dotted path; default ``bench.simulation.realtime_persona:ScriptBrain``, which plays the scenario's
+    script). ``mode: live``: ``endpoint`` (a WebSocket base URL such as ``wss://api.openai.com/v1``; unset: the SDK's
+    own) with ``model``, ``voice`` and ``api_key`` (default ``${OPENAI_API_KEY}``; missing → exit 2, never a
+    fallback to the emulator)."""
+
+    mode: Literal["emulated", "live"] = "emulated"
+    endpoint: str | None = None
+    model: str = Field(default="gpt-realtime", pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]*$")
+    voice: str = "marin"
+    #: ``ga`` (``client.realtime``) or ``beta`` (``client.beta.realtime``, ``OpenAI-Beta: realtime=v1``)
+    interface: Literal["ga", "beta"] = "ga"
+    api_key: str | None = None
+    #: emulated: the persona brain (class or factory by dotted path) and its keyword options
+    brain: str | None = None
+    brain_options: dict[str, Any] = Field(default_factory=dict)
+    #: emulated: emulator settings of the persona's emulator (latency, faults, record, ...)
+    emulator: dict[str, Any] = Field(default_factory=dict)
+    timeout_seconds: float = Field(default=60.0, gt=0)
+    #: what one model response is estimated to cost (for the cost cap)
+    usd_per_response: float = Field(default=0.0, ge=0)
+
+    @field_validator("voice")
+    @classmethod
+    def _known_voice(cls, value: str) -> str:
+        if value not in REALTIME_VOICES:
+            raise ValueError(f"unknown realtime voice {value!r}; known: {', '.join(REALTIME_VOICES)}")
+        return value
+
+    @field_validator("endpoint")
+    @classmethod
+    def _websocket_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not re.match(r"^(wss?|https?)://[^/\s]+", value):
+            raise ValueError(f"{value!r} is not a WebSocket base URL (wss://host/v1, ws://127.0.0.1:PORT/v1)")
+        return value.rstrip("/")
+
+    @model_validator(mode="after")
+    def _mode_fields(self) -> RealtimePersonaSettings:
+        if self.mode == "emulated":
+            if self.endpoint is not None:
+                raise ValueError("endpoint: an emulated persona runs on the engine's emulator; remove endpoint or set "
+                                 "mode: live")
+            return self
+        if self.brain is not None or self.emulator:
+            raise ValueError("brain / emulator: only for mode emulated (a live persona is the configured model)")
+        key = self.resolved_key()
+        if not key:
+            raise ValueError(f"mode live needs an API key: set {REALTIME_KEY_ENV} (or api_key: ${{MY_KEY_VARIABLE}})")
+        register_secret(key)
+        return self
+
+    def resolved_key(self) -> str | None:
+        """The live key: ``api_key`` as resolved from the run file, else ``$OPENAI_API_KEY``."""
+        return self.api_key or os.environ.get(REALTIME_KEY_ENV) or None
+
+
 # --- run ------------------------------------------------------------------------------------------------------
 class ChatProvider(_Model):
     """An OpenAI-compatible chat-completions endpoint (persona model or judge)."""
@@ -355,6 +424,8 @@ class RunFile(_Model):
         "environment_path", "environment_paths"))
     persona_mode: Literal["scripted", "synthesized", "realtime"] = "scripted"
     speech_provider: Literal["tone", "espeak", "elevenlabs"] = "tone"
+    #: ``speech_provider: elevenlabs``: voice id, model id, output format, base URL (the key: environment only)
+    elevenlabs: ElevenLabsSettings = Field(default_factory=ElevenLabsSettings)
     endpoint: EndpointSpec | None = None
     endpoints: list[EndpointSpec] = Field(default_factory=list)
     artifacts_dir: str | None = None
@@ -366,6 +437,8 @@ class RunFile(_Model):
     language: str = "en"
     providers: dict[str, ChatProvider] = Field(default_factory=dict)
     persona_provider: str = "persona"
+    #: ``persona_mode: realtime``: the realtime speech model that plays the caller
+    realtime_persona: RealtimePersonaSettings | None = None
     quality_evaluation: QualityEvaluation = QualityEvaluation()
     #: run-level naturalness switch (seed 004): None defers to each scenario, True/False/dict as documented
     naturalness: bool | dict[str, Any] | None = None
@@ -377,6 +450,9 @@ class RunFile(_Model):
             raise ValueError("name at least one scenario_path or evals_path")
         if self.endpoint is None and not self.endpoints:
             raise ValueError("name the system under test in endpoint (or endpoints)")
+        if self.persona_mode == "realtime" and self.realtime_persona is None:
+            raise ValueError("persona_mode realtime needs realtime_persona (mode: emulated, or mode: live with "
+                             "endpoint, model, voice and the key in ${OPENAI_API_KEY})")
         ids = [e.system_id for e in self.systems]
         duplicates = sorted({i for i in ids if ids.count(i) > 1})
         if duplicates:

@@ -3,9 +3,11 @@
 The engine launches the system; this driver opens one session (``LaunchedSystem.session_spec`` +
 ``open_session``) and runs every exchange on it with the engine's drivers: ``text_exchange``, or
 ``audio_exchange`` — the full-duplex pump streams the caller's speech (mixed with the environment on the evaluator
-side) paced in real time and, for endpoints with server VAD, keeps the line open with silence while the events are
-read. ``pace_audio: false`` sends the frames of a commit-driven endpoint without pacing (deterministic CI; the
-timing figures are then marked unpaced). Emulators are told what the caller says (``expect_utterance``).
+side) paced in real time and, for endpoints with server VAD, keeps the line open while the events are read — with
+the room still audible (the mixer's continuing base noise and background voices: ``EnvironmentMixer.line_after``),
+digital silence without an environment. ``pace_audio: false`` sends the frames of a commit-driven endpoint without
+pacing (deterministic CI; the timing figures are then marked unpaced). Emulators are told what the caller says
+(``expect_utterance``).
 
 After each reply the persona picks the next line; the conversation ends when the agent closes it (a completion
 intent or tool, or it hangs up: ``endpoint_completion``), the persona is done (its reason), the turn limit or the
@@ -47,7 +49,7 @@ from bench.protocol import (
 )
 from bench.protocol.redact import redact
 from bench.simulation.config import Environment, Persona, Scenario, Script
-from bench.simulation.mixer import EnvironmentMixer, MixReport
+from bench.simulation.mixer import EnvironmentMixer, MixReport, whole_frames
 from bench.simulation.personas import Caller, CallerLine, Message
 from bench.simulation.speech import LEAD_IN_MS, SpeechProvider, Voice
 from bench.simulation.voice_events import VoiceEventLog, pcm_meta
@@ -240,6 +242,9 @@ class TrialDriver:
                     exit_reason = "max_time"
                     break
                 await self._listen(recorder, paced)
+                hear = getattr(caller, "hear", None)
+                if turns and callable(hear):  # a realtime persona listens to the agent's audio itself
+                    hear(turns[-1].exchange.stamps)
                 try:
                     line = await caller.next_line(agent_said, history)
                 except Exception as exc:  # the persona's model: a provider failure, not the agent's
@@ -282,6 +287,10 @@ class TrialDriver:
         finally:
             await hang_up(session, tap)  # session-scoped events it still sends land in tap.stamped
             self.launched.release(spec)
+            closer = getattr(caller, "aclose", None)
+            if callable(closer):  # a realtime persona's own model session
+                with contextlib.suppress(Exception):
+                    await closer()
         log.add(now(), source="evaluator", direction="outbound", event_type="session.close", speaker="system",
                 attributes={"exit_reason": exit_reason})
         self._log_endpoint_events(log, tap.stamped, turns)
@@ -355,10 +364,14 @@ class TrialDriver:
 
     async def _speech(self, line: CallerLine, mixer: EnvironmentMixer, turn_number: int,
                       strip_lead_in: bool = False) -> tuple[bytes, bytes, MixReport]:
-        assert self.plan.speech is not None
-        clean = await asyncio.to_thread(self.plan.speech.synthesize, line.text, self.plan.voice)
+        if line.audio is not None:  # the persona's model spoke the line itself (realtime persona): no TTS
+            clean = line.audio
+        else:
+            assert self.plan.speech is not None
+            clean = await asyncio.to_thread(self.plan.speech.synthesize, line.text, self.plan.voice)
         if strip_lead_in:
             clean = clean[CANONICAL_RATE * LEAD_IN_MS // 1000 * 2:]
+        clean = whole_frames(clean)  # the room fills the pump's last frame too, then the open line goes on
         mixed, report = mixer.mix(turn_number, clean)
         return clean, mixed, report
 
@@ -384,7 +397,7 @@ class TrialDriver:
         self._tell_endpoint(session, spec, line.text)
         if paced:
             exchange = await audio_exchange(session, tap, mixed, recorder,
-                                            line_open=session.capabilities.server_vad)
+                                            line_open=session.capabilities.server_vad, line=mixer.line_after(mix))
         else:
             exchange = await _unpaced_exchange(session, tap, mixed, recorder)  # type: ignore[arg-type]
         speech_start, speech_end = _speech_bounds(exchange, clean, mixed)
@@ -462,7 +475,7 @@ class TrialDriver:
                 clean_a, mixed_a, mix_a = await self._speech(line, mixer, index)
                 clean_b, mixed_b, mix_b = await self._speech(barge, mixer, index + 1, strip_lead_in=True)
                 self._tell_endpoint(session, spec, line.text)
-                pump_a = AudioPump(session, recorder)
+                pump_a = AudioPump(session, recorder, line=mixer.line_after(mix_a))
                 first.started = now()
                 pumps.append(asyncio.ensure_future(pump_a.run(mixed_a, line_open=session.capabilities.server_vad)))
             else:
@@ -498,7 +511,7 @@ class TrialDriver:
                     pump_a.stop.set()
                     await pumps[0]
                 self._tell_endpoint(session, spec, barge.text)
-                pump_b = AudioPump(session, recorder)
+                pump_b = AudioPump(session, recorder, line=mixer.line_after(mix_b))
                 second.started = now()
                 pumps.append(asyncio.ensure_future(pump_b.run(mixed_b, line_open=session.capabilities.server_vad)))
             else:

@@ -11,6 +11,7 @@ nothing here, and the report says so.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -70,3 +71,15 @@ def actual_conversation(priced: PricedSystem, turn_rows: list[dict], *, model_ca
         return round(model_calls_usd, 6)
     frame = pd.DataFrame(turn_rows)
     return round(float(priced.turn_usd(frame).sum()) + model_calls_usd, 6)
+
+
+def persona_usd_per_call(run: Any, cell: Cell) -> float:
+    """What one call of the simulated caller's model costs: the realtime persona's ``usd_per_response``, the chat
+    provider's ``usd_per_call`` for synthesized and goal personas, nothing for a scripted caller."""
+    if run.persona_mode == "realtime" and not cell.scenario.steps:
+        return run.realtime_persona.usd_per_response if run.realtime_persona is not None else 0.0
+    if run.persona_mode == "synthesized" or cell.scenario.steps:
+        provider = run.providers.get(run.persona_provider)
+        return provider.usd_per_call if provider is not None else 0.0
+    return 0.0
+

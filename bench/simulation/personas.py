@@ -12,10 +12,14 @@
 * ``GoalPersona`` (seed 004) — works through the scenario's steps: a ``static_utterance`` is said as written (one
   turn); other steps are generated toward the step's goal with its response guide, for at most ``max_turns`` turns,
   or until the model answers ``[STEP_DONE]``. Done when every step has run (``goals_completed``).
+* ``RealtimePersona`` (``bench.simulation.realtime_persona``) — a realtime speech model plays the caller: it hears
+  the agent's audio and its spoken answer (audio + transcript) is the caller's next line, under the same grounding
+  rules and ``[END]`` marker as the synthesized persona (``caller_instructions``, ``ungrounded_facts``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -33,7 +37,7 @@ class CallerLine:
     """One line the caller says, with where it came from."""
 
     text: str
-    source: str  # opening | script | repeat | static | synthesized
+    source: str  # opening | script | repeat | static | synthesized | realtime
     script_index: int | None = None
     trigger: str | None = None
     #: barge-in: spoken this many ms into the agent's reply to the previous line
@@ -43,9 +47,19 @@ class CallerLine:
     model_calls: int = 0
     #: the caller's last line: the conversation ends once it has been answered
     final: bool = False
+    #: the caller's own speech (pcm_s16le 24 kHz mono) when its model spoke the line (realtime persona); the
+    #: driver sends it instead of synthesizing ``text``
+    audio: bytes | None = None
+    #: the client events the evaluator sent the persona's model for this line, in order (realtime persona)
+    protocol: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, [], 0) or k in ("text", "source")}
+        found = {k: v for k, v in self.__dict__.items()
+                 if k != "audio" and (v not in (None, [], 0) or k in ("text", "source"))}
+        if self.audio is not None:
+            found["audio_bytes"] = len(self.audio)
+            found["audio_sha256"] = hashlib.sha256(self.audio).hexdigest()
+        return found
 
 
 @dataclass
@@ -146,6 +160,53 @@ def _profile(persona: Persona | None) -> dict[str, Any]:
     return persona.model_dump(exclude_defaults=True, exclude={"speech"})
 
 
+def allowed_text(persona: Persona | None, scenario: Scenario, data: dict[str, Any], history: list[Message],
+                 extra: str = "") -> str:
+    """Everything a grounded caller may take facts from: its data and profile, the scenario and what the agent
+    said."""
+    agent = " ".join(m.text for m in history if m.role == "assistant")
+    return " ".join([json.dumps(data, default=str), json.dumps(_profile(persona), default=str),
+                     scenario.description, " ".join(scenario.expected_topics), agent, extra])
+
+
+def caller_instructions(persona: Persona | None, scenario: Scenario, data: dict[str, Any], *, goal: str = "",
+                        guide: str = "", spoken: bool = False) -> str:
+    """The persona model's instructions: play the caller, stay within the data, say ``[END]`` when done.
+    ``spoken``: for a speech model that hears the agent and answers aloud (the realtime persona)."""
+    first = ("You play a caller talking to a voice agent on the phone. You hear the agent; answer aloud with only "
+             "the words the caller says next: one or two short spoken sentences, no stage directions. You are the "
+             "caller, never the agent. If nothing has been said yet, you start the call."
+             if spoken else
+             "You play a caller talking to a voice agent on the phone. Write only the words the caller says next: "
+             "one or two short spoken sentences, no stage directions, no quotes.")
+    rules = [
+        first,
+        "Use only facts found in the caller data and profile below or said by the agent. Never invent names, "
+        "numbers, dates, times or details that are not there; if the agent asks for something you do not have, "
+        "say you do not know.",
+        f"When the caller's purpose is achieved or the agent has said goodbye, reply with {END_TOKEN} alone.",
+    ]
+    if persona is not None and persona.session_behavior.instructions:
+        rules.append(persona.session_behavior.instructions)
+    if persona is not None and persona.session_behavior.conclude_quickly:
+        rules.append("Conclude the call quickly once your purpose is achieved.")
+    if persona is not None and persona.session_behavior.decline_extras:
+        rules.append("Politely decline offers of anything beyond your purpose.")
+    parts = ["\n".join(rules), f"Caller profile: {json.dumps(_profile(persona), default=str)}",
+             f"Purpose of the call: {scenario.description or scenario.id}"]
+    if goal:
+        parts.append(f"Current goal: {goal}\nWhen this goal is achieved, reply with {STEP_DONE_TOKEN} alone.")
+    if guide:
+        parts.append(f"How to behave: {guide}")
+    parts.append(f"Caller data (JSON): {json.dumps(data, default=str)}")
+    return "\n\n".join(parts)
+
+
+def rewrite_request(missing: list[str]) -> str:
+    """What a persona model is told when its line named facts outside its data."""
+    return f"(Rewrite your last line without {', '.join(missing)}: those are not in your data.)"
+
+
 class SynthesizedPersona:
     done_reason = "persona_completion"
 
@@ -157,34 +218,10 @@ class SynthesizedPersona:
         self.finishing = False
 
     def allowed_text(self, history: list[Message], extra: str = "") -> str:
-        agent = " ".join(m.text for m in history if m.role == "assistant")
-        return " ".join([json.dumps(self.data, default=str), json.dumps(_profile(self.persona), default=str),
-                         self.scenario.description, " ".join(self.scenario.expected_topics), agent, extra])
+        return allowed_text(self.persona, self.scenario, self.data, history, extra)
 
     def system_prompt(self, goal: str = "", guide: str = "") -> str:
-        persona = self.persona
-        rules = [
-            "You play a caller talking to a voice agent on the phone. Write only the words the caller says next: "
-            "one or two short spoken sentences, no stage directions, no quotes.",
-            "Use only facts found in the caller data and profile below or said by the agent. Never invent names, "
-            "numbers, dates, times or details that are not there; if the agent asks for something you do not have, "
-            "say you do not know.",
-            f"When the caller's purpose is achieved or the agent has said goodbye, reply with {END_TOKEN} alone.",
-        ]
-        if persona is not None and persona.session_behavior.instructions:
-            rules.append(persona.session_behavior.instructions)
-        if persona is not None and persona.session_behavior.conclude_quickly:
-            rules.append("Conclude the call quickly once your purpose is achieved.")
-        if persona is not None and persona.session_behavior.decline_extras:
-            rules.append("Politely decline offers of anything beyond your purpose.")
-        parts = ["\n".join(rules), f"Caller profile: {json.dumps(_profile(persona), default=str)}",
-                 f"Purpose of the call: {self.scenario.description or self.scenario.id}"]
-        if goal:
-            parts.append(f"Current goal: {goal}\nWhen this goal is achieved, reply with {STEP_DONE_TOKEN} alone.")
-        if guide:
-            parts.append(f"How to behave: {guide}")
-        parts.append(f"Caller data (JSON): {json.dumps(self.data, default=str)}")
-        return "\n\n".join(parts)
+        return caller_instructions(self.persona, self.scenario, self.data, goal=goal, guide=guide)
 
     def messages(self, system: str, agent_said: str, history: list[Message]) -> list[dict[str, str]]:
         # from the persona model's view the agent is the other party ("user") and the caller is itself
@@ -200,15 +237,14 @@ class SynthesizedPersona:
         system = self.system_prompt(goal, guide)
         messages = self.messages(system, agent_said, history)
         result = await self.client.complete(messages, max_tokens=120)
-        line = CallerLine(text=_clean(result.text), source="synthesized", model_calls=1)
+        line = CallerLine(text=clean_line(result.text), source="synthesized", model_calls=1)
         allowed = self.allowed_text(history, f"{agent_said} {goal} {guide}")
         missing = ungrounded_facts(line.text, allowed)
         if missing:
             messages += [{"role": "assistant", "content": result.text},
-                         {"role": "user", "content": f"(Rewrite your last line without {', '.join(missing)}: "
-                                                     "those are not in your data.)"}]
+                         {"role": "user", "content": rewrite_request(missing)}]
             retry = await self.client.complete(messages, max_tokens=120)
-            line.text = _clean(retry.text)
+            line.text = clean_line(retry.text)
             line.model_calls += 1
             line.ungrounded = ungrounded_facts(line.text, allowed)
         return line
@@ -217,18 +253,21 @@ class SynthesizedPersona:
         if self.finishing:
             return None
         line = await self.generate(agent_said, history)
-        return _ending(line, self)
+        return ending(line, self)
 
     def barge_in_for(self, line: CallerLine) -> CallerLine | None:
         return None
 
 
-def _clean(text: str) -> str:
+def clean_line(text: str) -> str:
+    """A model's line without quotes and a speaker label."""
     text = text.strip().strip('"').strip()
     return re.sub(r"^(caller|user)\s*:\s*", "", text, flags=re.IGNORECASE)
 
 
-def _ending(line: CallerLine, owner: Any) -> CallerLine | None:
+def ending(line: CallerLine, owner: Any) -> CallerLine | None:
+    """``line`` with the end marker handled: None when it was all the model said, else the caller's final line
+    (``owner.finishing`` set)."""
     if END_TOKEN in line.text:
         spoken = line.text.replace(END_TOKEN, "").strip()
         if not spoken:
@@ -283,7 +322,7 @@ class GoalPersona:
                 continue
             progress.turns_used += 1
             line.step_index = self.step
-            ended = _ending(line, self)
+            ended = ending(line, self)
             if ended is None:
                 return None
             return ended

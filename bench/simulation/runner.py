@@ -1,17 +1,23 @@
 """The simulation matrix: systems × scenarios × personas × environments × data × trials, one session each.
 
 Every system is launched through the engine (its emulator started, its adapter created and started); each unit of
-the matrix is one conversation run by ``conversation.TrialDriver`` with retries per conversation (a retryable
-failure restarts the conversation on a new session, attempt + 1). After a conversation: voice metrics (off the
-event loop), the outcome probe, deterministic verdicts, judges and the naturalness metric; then the trial's bundle
-is written and its conversation record (one turn record per exchange, its events, the trial report as an artifact)
-goes to the store through the writer thread.
+the matrix is one trial (``trial.Unit``), run by an executor (``bench.engine.executors``): ``--executor local``
+(the default) runs trials as asyncio tasks in this process, ``--executor ray`` on Ray workers that each hold the
+systems warm (``--ray-address auto|ray://…``, default a local cluster). A trial is one conversation run by
+``conversation.TrialDriver`` with retries per conversation (a retryable failure restarts the conversation on a new
+session, attempt + 1); after it: voice metrics (off the event loop), the outcome probe, deterministic verdicts,
+judges and the naturalness metric, then the trial's bundle (``trial.TrialRunner``). This driver alone writes the
+store — each conversation record (one turn record per exchange, its events, the trial report as an artifact) goes
+through the writer thread — and, for trials that ran on Ray workers, their bundles, which come back as bytes.
 
 Resumable: ``run-state.json`` in the artifacts directory names the run and the suite's hash; a run that was killed
-continues with the same run id and skips every conversation the store already holds as finished. Parallel:
-``--parallel`` conversations at once, each system held to its own concurrency. Cost cap: before a conversation
-starts, the spend so far (metered actual of finished conversations + estimates of running ones) plus this one's
-estimate must stay within the cap, else it is not started; estimate and actual are both reported.
+continues with the same run id and skips every conversation the store already holds as finished (with either
+executor: resume reads the store and the bundles alone). Parallel: ``--parallel`` conversations at once, each
+system held to its own concurrency (on Ray across the whole cluster, by the executor's per-system leases). Cost cap:
+before a conversation starts (local) or is sent to a worker (Ray), the spend so far (metered actual of finished
+conversations + estimates of the ones under way) plus this one's estimate must stay within the cap, else it is not
+started; estimate and actual are both reported. A system that cannot start fails each of its trials (recorded).
+A Ray worker lost mid-trial costs that trial one run again from its start; it is recorded once.
 
 Exit codes (seed 000): 0 every trial executed and every cell passes pass^k; 3 everything executed but a critical
 verdict failed (some cell fails pass^k); 4 a trial or provider failed to execute, or the cost cap left
@@ -21,41 +27,45 @@ conversations unstarted.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import sys
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from bench import __version__
-from bench.engine.launch import LaunchedSystem, launch
+from bench.engine.executors import Executor, LocalExecutor, make_executor
+from bench.engine.executors.base import describe_exception
 from bench.engine.registry import create_adapter
 from bench.engine.scheduler import new_run_id
 from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_GATE_FAILED, EXIT_OK, ConfigError
-from bench.protocol import AdapterError, ErrorCode
-from bench.protocol.redact import redact
-from bench.records import TurnRecord
+from bench.protocol import ErrorCode
+from bench.protocol.redact import known_secrets, redact
 from bench.simulation import bundle as files
 from bench.simulation import costs
-from bench.simulation.conversation import AttemptResult, PersonaFailure, TrialDriver, TrialPlan
-from bench.simulation.evidence import voice_metrics
-from bench.simulation.imports import instantiate, search_path
-from bench.simulation.llm import ChatClient
-from bench.simulation.personas import GoalPersona, ScriptedPersona, SynthesizedPersona
-from bench.simulation.speech import create_provider, voice_for
-from bench.simulation.suite import Cell, Suite, SystemSetup, input_mode_for, sanitized
-from bench.simulation.verdicts import OutcomeResult, Verdict, aggregate, deterministic_verdicts, run_probe
-from bench.simulation.voice_events import SCHEMA_VERSION as VOICE_EVENTS_SCHEMA
+from bench.simulation.imports import search_path
+from bench.simulation.suite import Suite, input_mode_for, sanitized
+from bench.simulation.trial import (
+    BUNDLE_KIND,
+    LOG,
+    LOG_KIND,
+    TRIAL_REPORT_SCHEMA,
+    SimulationLauncher,
+    TrialOutcome,
+    TrialRunner,
+    Unit,
+    write_bundle,
+)
+from bench.simulation.trial import now_iso as _now_iso
+from bench.simulation.verdicts import aggregate
 from bench.store import ConversationRecord, RunInfo, Store, StoreWriter, SystemInfo
-from bench.store.sqlite import StoredEvent
 from bench.store.writer import PendingArtifact
 
-LOG = logging.getLogger("voice_bench.simulation")
 RUN_REPORT_SCHEMA = "1.0"
-TRIAL_REPORT_SCHEMA = "1.0"
+
+__all__ = ["RUN_REPORT_SCHEMA", "TRIAL_REPORT_SCHEMA", "RunOptions", "RunResult", "SimulationRun", "TrialOutcome",
+           "Unit"]
 
 
 @dataclass
@@ -71,52 +81,11 @@ class RunOptions:
     progress: bool = True
     fresh: bool = False
     systems: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Unit:
-    system_id: str
-    cell: Cell
-    trial: int
-
-    @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.system_id, self.cell.id, self.trial)
-
-    def session_id(self, run_id: str) -> str:
-        """The conversation id the system sees: unique per system, cell, trial and run, so a backend's records never
-        mix conversations."""
-        return f"{self.system_id}.{self.cell.id}.t{self.trial + 1:03d}.{run_id}"
-
-
-@dataclass
-class TrialOutcome:
-    unit: Unit
-    status: str
-    attempts: int
-    started_at: str
-    finished_at: str
-    bundle_dir: Path
-    failure_code: str | None = None
-    failure_reason: str | None = None
-    attempt: AttemptResult | None = None
-    exit_reason: str = "execution_error"
-    metrics: dict[str, Any] | None = None
-    verdicts: list[Verdict] = field(default_factory=list)
-    outcome: OutcomeResult = field(default_factory=lambda: OutcomeResult("not_configured"))
-    judge_errors: list[str] = field(default_factory=list)
-    naturalness: dict[str, Any] | None = None
-    cost_estimate_usd: float = 0.0
-    cost_actual_usd: float = 0.0
-    model_calls: int = 0
-
-    @property
-    def passed(self) -> bool:
-        if self.status != "succeeded":
-            return False
-        if any(v.critical and not v.passed for v in self.verdicts):
-            return False
-        return not (self.naturalness and self.naturalness.get("passed") is False)
+    #: where trials run: ``local`` (this process) or ``ray``; ``ray_address``: ``auto``, ``ray://host:10001``
+    executor: str = "local"
+    ray_address: str | None = None
+    #: further executor options (``RayExecutor``'s ``workers``, ``prefetch``, ``init``, …)
+    executor_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -136,12 +105,14 @@ class _RedactingFilter(logging.Filter):
         return True
 
 
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+def _content(artifact: PendingArtifact) -> bytes:
+    return artifact.data() if callable(artifact.data) else artifact.data
 
 
 class SimulationRun:
-    def __init__(self, suite: Suite, options: RunOptions):
+    """One run of a suite's matrix (``execute``); ``executor`` overrides the one ``options`` names."""
+
+    def __init__(self, suite: Suite, options: RunOptions, executor: Executor | None = None):
         self.suite = suite
         self.options = options
         self.run = suite.run
@@ -159,18 +130,21 @@ class SimulationRun:
                 raise ConfigError(f"--systems: unknown system {', '.join(unknown)}; known: {', '.join(sorted(known))}")
             suite.systems = [s for s in suite.systems if s.id in options.systems]
         self.single = len(cells) == 1 and len(suite.systems) == 1
-        self.launched: dict[tuple[str, str | None], LaunchedSystem] = {}
-        #: the emulator each system ran against (kept after the run, for contract checks)
+        # a missing Ray extra or a misused --ray-address is exit 2 here, before anything is written
+        self.executor = executor if executor is not None else make_executor(
+            options.executor, ray_address=options.ray_address, parallel=max(1, options.parallel),
+            **options.executor_options)
+        #: system id → its adapter as built here (capabilities, notes; the local executor runs these)
+        self.adapters: dict[str, Any] = {}
+        #: the emulator each system ran against (kept after the run, for contract checks; local executor only)
         self.emulators: dict[str, Any] = {}
         self.input_modes: dict[str, str] = {}
         self.priced: dict[str, costs.PricedSystem] = {}
-        self.clients: dict[str, ChatClient] = {}
         self.outcomes: dict[tuple[str, str, int], dict[str, Any]] = {}
         self.not_started: list[Unit] = []
         self.spent = 0.0
         self.reserved: dict[tuple[str, str, int], float] = {}
         self.estimate_total = 0.0
-        self._lock = asyncio.Lock()
         self._handler: logging.Handler | None = None
 
     # -- layout -------------------------------------------------------------------------------------------------
@@ -210,101 +184,25 @@ class SimulationRun:
                                               "run_file": str(self.suite.run_path), "updated_at": _now_iso()})
 
     # -- setup --------------------------------------------------------------------------------------------------
-    async def _launch(self, setup: SystemSetup) -> None:
-        dirs = self.suite.search_dirs
-        with search_path(dirs):
-            adapter = create_adapter(setup.config)
-            answerer = None
-            if setup.answerer_target is not None:
-                answerer = instantiate(setup.answerer_target, dict(setup.spec.answerer_options),
-                                       f"endpoint {setup.id!r}: answerer")
-            launched = await launch(setup.config, adapter, answerer=answerer)
-        self.launched[(setup.id, None)] = launched
-        if launched.emulator is not None:
-            self.emulators[setup.id] = launched.emulator
-        await launched.start()
-        self.input_modes[setup.id] = input_mode_for(setup.spec, self.run, adapter.capabilities,
-                                                    no_audio=self.options.no_audio)
-        self.priced[setup.id] = costs.price(setup)
-        if setup.init_delivery:
-            for cell in self.cells:
-                key = (setup.id, cell.data_name)
-                if key in self.launched:
-                    continue
-                options = {**setup.config.options,
-                           "init_extra": {**setup.config.options.get("init_extra", {}), **cell.data}}
-                config = setup.config.model_copy(update={"options": options})
-                with search_path(dirs):
-                    extra = create_adapter(config)
-                own = LaunchedSystem(config=config, adapter=extra, emulator=launched.emulator)
-                await extra.start()
-                self.launched[key] = own
+    def _build_adapters(self) -> dict[str, Any]:
+        """Every system's adapter, built here: the local executor runs them; for Ray they tell the capabilities."""
+        with search_path(self.suite.search_dirs):
+            return {setup.id: create_adapter(setup.config) for setup in self.suite.systems}
 
-    def _launched_for(self, unit: Unit) -> LaunchedSystem:
-        return self.launched.get((unit.system_id, unit.cell.data_name)) or self.launched[(unit.system_id, None)]
-
-    async def _close(self) -> None:
-        for (system_id, data), launched in list(self.launched.items()):
-            try:
-                if data is None:
-                    await launched.close()
-                else:
-                    await launched.adapter.close()
-            except Exception as exc:  # closing must not hide results
-                LOG.warning("closing %s failed: %s", system_id, exc)
-        for client in self.clients.values():
-            with contextlib.suppress(Exception):
-                await client.close()
-
-    def client(self, name: str) -> ChatClient:
-        if name not in self.clients:
-            provider = self.run.providers[name]
-            self.clients[name] = ChatClient(provider)
-        return self.clients[name]
-
-    def _caller_factory(self, cell: Cell):  # noqa: ANN202
-        run = self.run
-
-        def synthesizer() -> SynthesizedPersona | None:
-            if run.persona_provider not in run.providers:
-                return None
-            return SynthesizedPersona(self.client(run.persona_provider), persona=cell.persona,
-                                      scenario=cell.scenario, data=cell.data)
-
-        def factory():  # noqa: ANN202
-            if cell.scenario.steps:
-                return GoalPersona(cell.scenario, synthesizer=synthesizer())
-            if run.persona_mode == "synthesized":
-                made = synthesizer()
-                assert made is not None
-                return made
-            assert cell.script is not None
-            return ScriptedPersona(cell.script)
-
-        return factory
-
-    def plan(self, unit: Unit, run_id: str) -> TrialPlan:
-        setup = next(s for s in self.suite.systems if s.id == unit.system_id)
-        cell = unit.cell
-        mode = self.input_modes[unit.system_id]
-        seed = self.run.trial_seed + unit.trial
-        speech = create_provider(self.run.speech_provider, seed=seed) if mode == "audio" else None
-        voice = voice_for(cell.persona, language=cell.scenario.language, script=cell.script,
-                          environment=cell.environment)
-        return TrialPlan(run_id=run_id, system_id=unit.system_id, cell_id=cell.id, trial=unit.trial, seed=seed,
-                         session_conversation_id=unit.session_id(run_id), scenario=cell.scenario,
-                         persona=cell.persona, data=cell.data, script=cell.script, environment=cell.environment,
-                         environment_audio=self.suite.environment_audio, input_mode=mode,
-                         pace_audio=self.run.pace_audio, speech=speech, voice=voice,
-                         caller_factory=self._caller_factory(cell), session_delivery=setup.session_delivery,
-                         idle_timeout_s=setup.spec.idle_timeout_s, turn_timeout_s=setup.config.timeout_s,
-                         record_audio=not self.options.no_audio)
+    def launcher(self) -> SimulationLauncher:
+        """How every process that runs trials launches the systems (plain data)."""
+        init_data: dict[str, dict[str, dict[str, Any]]] = {}
+        for setup in self.suite.systems:
+            if setup.init_delivery:
+                per_data: dict[str, dict[str, Any]] = {}
+                for cell in self.cells:
+                    per_data.setdefault(cell.data_name, cell.data)
+                init_data[setup.id] = per_data
+        return SimulationLauncher({s.id: s.spec for s in self.suite.systems}, self.suite.search_dirs, init_data)
 
     def estimate(self, unit: Unit) -> float:
         run = self.run
-        persona_usd = run.providers[run.persona_provider].usd_per_call \
-            if run.persona_provider in run.providers and (run.persona_mode == "synthesized"
-                                                          or unit.cell.scenario.steps) else 0.0
+        persona_usd = costs.persona_usd_per_call(run, unit.cell)
         judge = run.providers.get(run.quality_evaluation.provider)
         items = len(run.quality_evaluation.custom_judges) + len(run.quality_evaluation.evaluators) \
             + len(unit.cell.scenario.steps) + len(unit.cell.scenario.expectations)
@@ -312,247 +210,14 @@ class SimulationRun:
                                            judge_usd_per_call=judge.usd_per_call if judge else 0.0,
                                            judge_items=items, input_mode=self.input_modes[unit.system_id])
 
-    # -- one conversation ---------------------------------------------------------------------------------------
-    async def run_unit(self, unit: Unit, run_id: str, writer: StoreWriter,
-                       estimate: float = 0.0) -> tuple[TrialOutcome, dict[str, Any]]:
-        launched = self._launched_for(unit)
-        plan = self.plan(unit, run_id)
-        driver = TrialDriver(launched, plan)
-        started_at = _now_iso()
-        attempts = 0
-        max_attempts = launched.config.retry.max_attempts
-        outcome = TrialOutcome(unit=unit, status="failed", attempts=0, started_at=started_at, finished_at="",
-                               bundle_dir=self.bundle_dir(unit), cost_estimate_usd=estimate)
-        LOG.info("trial start: system=%s cell=%s trial=%d", unit.system_id, unit.cell.id, unit.trial + 1)
-        while True:
-            try:
-                attempt = await driver.run(attempts)
-                attempts += 1
-                outcome.status, outcome.attempt, outcome.exit_reason = "succeeded", attempt, attempt.exit_reason
-                break
-            except AdapterError as exc:
-                attempts += 1
-                if exc.retryable and attempts < max_attempts:
-                    delay = exc.retry_after_s if exc.retry_after_s is not None else 0.2 * 2 ** (attempts - 1)
-                    LOG.info("trial retry (%s): %s", exc.code, exc)
-                    await asyncio.sleep(min(delay, 10.0))
-                    continue
-                kind = "retryable" if exc.retryable else "not retryable"
-                outcome.failure_code, outcome.failure_reason = str(exc.code), redact(
-                    f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
-                break
-            except PersonaFailure as exc:
-                attempts += 1
-                outcome.failure_code, outcome.failure_reason = "persona", f"the persona model failed: {exc}"
-                break
-            except Exception as exc:  # a bug in an adapter must not lose the conversation or the run
-                attempts += 1
-                outcome.failure_code = str(ErrorCode.INTERNAL)
-                outcome.failure_reason = redact(f"unexpected {type(exc).__name__}: {exc}")
-                break
-        outcome.attempts = attempts
-        if outcome.attempt is not None:
-            await self._score(outcome)
-        outcome.finished_at = _now_iso()
-        outcome.model_calls = sum(t.line.model_calls for t in (outcome.attempt.turns if outcome.attempt else [])
-                                  if t.line is not None)
-        outcome.cost_actual_usd = self._actual_cost(outcome)
-        report = await asyncio.to_thread(self._write_bundle, outcome, run_id)
-        writer.submit(*self._record(outcome, run_id, report))
-        LOG.info("trial done: system=%s cell=%s trial=%d status=%s exit=%s passed=%s", unit.system_id,
-                 unit.cell.id, unit.trial + 1, outcome.status, outcome.exit_reason, outcome.passed)
-        return outcome, report
-
-    async def _score(self, outcome: TrialOutcome) -> None:
-        from bench.simulation import judges, naturalness
-
-        attempt = outcome.attempt
-        assert attempt is not None
-        cell = outcome.unit.cell
-        outcome.metrics = await asyncio.to_thread(voice_metrics, attempt)
-        agent_texts = [t.agent_text for t in attempt.turns]
-        session_id = attempt.spec.conversation_id
-        context = {**cell.data, "session_id": cell.data.get("session_id", session_id),
-                   "conversation_id": session_id, "run_id": attempt.spec.run_id, "attempt": attempt.spec.attempt,
-                   "system_id": outcome.unit.system_id, "scenario_id": cell.scenario.id,
-                   "trial": outcome.unit.trial + 1, "exit_reason": attempt.exit_reason,
-                   "transcript": files.transcript(attempt.turns, attempt.origin),
-                   "tool_calls": files.tool_calls(attempt.turns)}
-        outcome.outcome = await run_probe(cell.scenario, context, self.suite.search_dirs)
-        outcome.verdicts = deterministic_verdicts(cell.scenario, agent_texts=agent_texts,
-                                                  exit_reason=attempt.exit_reason, outcome=outcome.outcome)
-        grounded = [t.line.ungrounded for t in attempt.turns if t.line is not None and t.line.ungrounded]
-        if any(t.line is not None and t.line.source == "synthesized" for t in attempt.turns):
-            outcome.verdicts.append(Verdict("persona_grounded", not grounded, critical=False, kind="simulator",
-                                            detail="the simulated caller stayed within its data" if not grounded
-                                            else f"ungrounded facts: {grounded}"))
-        judge_client = (self.client(self.run.quality_evaluation.provider)
-                        if self.run.quality_evaluation.provider in self.run.providers else None)
-        judged, errors = await judges.run_judges(self.run.quality_evaluation, cell, attempt, judge_client,
-                                                 outcome.outcome)
-        outcome.verdicts += judged
-        outcome.judge_errors = errors
-        config = naturalness.resolve_config(cell.scenario.naturalness_metric,
-                                            self.options.naturalness if self.options.naturalness is not None
-                                            else self.run.naturalness)
-        if config is not None:
-            outcome.naturalness = await naturalness.grade(config, attempt, outcome.metrics, judge_client)
-
-    def _actual_cost(self, outcome: TrialOutcome) -> float:
-        rows = [t.folded for t in outcome.attempt.turns] if outcome.attempt else []
-        run = self.run
-        persona = run.providers.get(run.persona_provider)
-        model_usd = outcome.model_calls * (persona.usd_per_call if persona else 0.0)
-        judge = run.providers.get(run.quality_evaluation.provider)
-        judged = sum(1 for v in outcome.verdicts if v.kind == "judge") + (1 if outcome.naturalness else 0)
-        model_usd += judged * (judge.usd_per_call if judge else 0.0)
-        return costs.actual_conversation(self.priced[outcome.unit.system_id], rows, model_calls_usd=model_usd)
-
-    # -- output -------------------------------------------------------------------------------------------------
-    def _trial_report(self, outcome: TrialOutcome, run_id: str) -> dict[str, Any]:
-        unit, attempt = outcome.unit, outcome.attempt
-        cell = unit.cell
-        critical_failures = [v.name for v in outcome.verdicts if v.critical and not v.passed]
-        turns = files.transcript(attempt.turns, attempt.origin) if attempt else []
-        report = {
-            "schema_version": TRIAL_REPORT_SCHEMA,
-            "run_id": run_id,
-            "system_id": unit.system_id,
-            "emulated": self._launched_for(unit).emulated,
-            "cell_id": cell.id,
-            "scenario_id": cell.scenario.id,
-            "persona": cell.persona.name if cell.persona else None,
-            "environment": cell.environment_name,
-            "data": cell.data_name,
-            "trial": unit.trial + 1,
-            "seed": self.run.trial_seed + unit.trial,
-            "session_id": unit.session_id(run_id),
-            "input_mode": self.input_modes.get(unit.system_id),
-            "execution_status": outcome.status,
-            "attempts": outcome.attempts,
-            "failure_code": outcome.failure_code,
-            "failure_reason": outcome.failure_reason,
-            "exit_reason": outcome.exit_reason,
-            "passed": outcome.passed,
-            "verdicts": [v.as_dict() for v in outcome.verdicts],
-            "critical_failures": critical_failures,
-            "judge_errors": outcome.judge_errors,
-            "outcome_status": outcome.outcome.status,
-            "outcome": outcome.outcome.values,
-            "outcome_error": outcome.outcome.error,
-            "naturalness": outcome.naturalness,
-            "cost": {"estimate_usd": outcome.cost_estimate_usd, "actual_usd": outcome.cost_actual_usd,
-                     "plan": self.priced[unit.system_id].plan_label},
-            "voice_event_schema_versions": [VOICE_EVENTS_SCHEMA] if attempt else [],
-            "interoperability_schema_version": files.INTEROPERABILITY_SCHEMA,
-            "audio_format": "24000 Hz, mono, 16-bit PCM",
-            "started_at": outcome.started_at,
-            "finished_at": outcome.finished_at,
-            "bundle_path": str(outcome.bundle_dir),
-            "notes": (attempt.notes if attempt else []) + (
-                ["text turns: the caller's lines were sent as text, so technician.wav holds no caller audio"]
-                if attempt and self.input_modes.get(unit.system_id) == "text" and not self.options.no_audio else []),
-            "non_fatal_errors": attempt.non_fatal_errors if attempt else [],
-            "evidence": {
-                "persona_name": cell.persona.name if cell.persona else None,
-                "scenario_id": cell.scenario.id,
-                "duration_seconds": round(attempt.finished - attempt.origin, 3) if attempt else None,
-                "tool_calls": files.tool_calls(attempt.turns) if attempt else [],
-                "turns": [{"role": e["role"], "content": e["content"]} for e in turns],
-                "trace_id": attempt.log.trace_id if attempt else None,
-            },
-        }
-        if outcome.metrics is not None:
-            report["latency_ms_by_turn"] = {r["turn_id"]: r["caller_heard_latency_ms"] if r["caller_heard_latency_ms"]
-                                            is not None else r["first_audio_latency_ms"] or r["ttft_ms"]
-                                            for r in outcome.metrics["turns"]}
-        return report
-
-    def _write_bundle(self, outcome: TrialOutcome, run_id: str) -> dict[str, Any]:
-        folder = outcome.bundle_dir
-        folder.mkdir(parents=True, exist_ok=True)
-        attempt = outcome.attempt
-        cell = outcome.unit.cell
-        report = self._trial_report(outcome, run_id)
-        if attempt is not None:
-            entries = files.transcript(attempt.turns, attempt.origin)
-            files.write_json(folder / "transcript.json", entries)
-            files.write_text(folder / "transcript.md", files.transcript_markdown(
-                f"{cell.scenario.id} — {outcome.unit.system_id} — trial {outcome.unit.trial + 1}", entries))
-            files.write_json(folder / "tool-calls.json", files.tool_calls(attempt.turns))
-            files.write_json(folder / "raw-endpoint-events.json", files.raw_events(attempt.stamps, attempt.origin))
-            files.write_text(folder / "voice-events.jsonl", attempt.log.jsonl())
-            files.write_json(folder / "voice-metrics.json", outcome.metrics)
-            audio_bytes: dict[str, int] = {}
-            if attempt.recorder is not None and not self.options.no_audio:
-                for name, data in files.audio_tracks(attempt.recorder).items():
-                    files.write_bytes(folder / name, data)
-                    audio_bytes[name.removesuffix(".wav")] = len(data)
-            report["audio_bytes"] = audio_bytes
-            files.write_json(folder / "interoperability.json", {
-                "schema_version": files.INTEROPERABILITY_SCHEMA,
-                "session": {"session_id": outcome.unit.session_id(run_id), "system_id": outcome.unit.system_id,
-                            "emulated": report["emulated"]},
-                "scenario": {"id": cell.scenario.id, "tags": cell.scenario.tags},
-                "trial": {"number": outcome.unit.trial + 1, "seed": report["seed"], "passed": outcome.passed,
-                          "exit_reason": outcome.exit_reason},
-                "trace": {"trace_id": attempt.log.trace_id, "root_span_id": attempt.log.root_span_id,
-                          "turn_spans": attempt.log.turn_spans},
-                "metrics": outcome.metrics,
-                "transcript": entries,
-                "tool_calls": files.tool_calls(attempt.turns),
-                "verdicts": report["verdicts"],
-                "imported_scores": {},
-            })
-        files.write_json(folder / "resolved-scenario.json", cell.scenario.model_dump(mode="json", by_alias=False))
-        files.write_json(folder / "resolved-persona.json", cell.persona.model_dump(mode="json") if cell.persona
-                         else None)
-        files.write_json(folder / "resolved-data.json", cell.data)
-        files.write_json(folder / "resolved-environment.json",
-                         cell.environment.model_dump(mode="json") if cell.environment else None)
-        files.write_json(folder / "resolved-script.json", cell.script.model_dump(mode="json") if cell.script
-                         else None)
-        setup = next(s for s in self.suite.systems if s.id == outcome.unit.system_id)
-        files.write_json(folder / "resolved-settings.json", sanitized({
-            "run": self.run.model_dump(mode="json", exclude={"endpoint", "endpoints"}),
-            "system": setup.config.model_dump(mode="json"),
-            "input_mode": self.input_modes.get(setup.id),
-            "session_delivery": setup.session_delivery,
-        }))
-        files.write_json(folder / "trial-report.json", report)
-        return report
-
-    def _record(self, outcome: TrialOutcome, run_id: str,
-                report: dict[str, Any]) -> tuple[ConversationRecord, list[PendingArtifact]]:
-        unit, attempt = outcome.unit, outcome.attempt
-        cell = unit.cell
-        mode = self.input_modes.get(unit.system_id, "text")
-        key = dict(run_id=run_id, system_id=unit.system_id, trial=unit.trial, conversation_id=cell.id)
-        turns: list[TurnRecord] = []
-        events: list[StoredEvent] = []
-        if attempt is not None:
-            for turn in attempt.turns:
-                fields = {k: v for k, v in turn.folded.items() if k in TurnRecord.model_fields and k != "input_mode"}
-                turns.append(TurnRecord(entry_id=f"{cell.id}#{turn.index:03d}", status="succeeded",
-                                        attempts=outcome.attempts, turn_index=turn.index, input_mode=mode,
-                                        started_at=turn.started_utc, **key, **fields))
-            for row in files.raw_events(attempt.stamps, attempt.origin):
-                events.append(StoredEvent(seq=row["seq"], t_ms=row["t_ms"], type=row["type"],
-                                          response_id=row["response_id"], detail=row["detail"]))
-        else:
-            turns.append(TurnRecord(entry_id=f"{cell.id}#000", status="failed", failure_code=outcome.failure_code,
-                                    failure_reason=outcome.failure_reason, attempts=max(outcome.attempts, 1),
-                                    input_mode=mode, started_at=outcome.started_at, **key))
-        record = ConversationRecord(run_id=run_id, system_id=unit.system_id, conversation_id=cell.id,
-                                    trial=unit.trial, status=outcome.status, attempts=max(outcome.attempts, 1),
-                                    failure_code=outcome.failure_code, failure_reason=outcome.failure_reason,
-                                    started_at=outcome.started_at, finished_at=outcome.finished_at, turns=turns,
-                                    events=events)
-        artifacts = [PendingArtifact("trial_report", json.dumps(report, default=str).encode(), "application/json")]
-        if outcome.metrics is not None:
-            artifacts.append(PendingArtifact("voice_metrics", json.dumps(outcome.metrics, default=str).encode(),
-                                             "application/json"))
-        return record, artifacts
+    def trial_runner(self, run_id: str) -> TrialRunner:
+        """What every trial of this run shares (sent once to each worker)."""
+        ship = not isinstance(self.executor, LocalExecutor)
+        return TrialRunner(run_id=run_id, run=self.run, systems={s.id: s for s in self.suite.systems},
+                           input_modes=self.input_modes, priced=self.priced,
+                           environment_audio=self.suite.environment_audio, search_dirs=self.suite.search_dirs,
+                           no_audio=self.options.no_audio, naturalness=self.options.naturalness, ship_bundles=ship,
+                           secrets=sorted(known_secrets()) if ship else [])
 
     # -- the whole run ------------------------------------------------------------------------------------------
     def _open_log(self) -> None:
@@ -590,14 +255,14 @@ class SimulationRun:
     def _system_infos(self) -> list[SystemInfo]:
         infos = []
         for setup in self.suite.systems:
-            launched = self.launched.get((setup.id, None))
+            adapter = self.adapters.get(setup.id)
             label = setup.id + (" (EMULATED)" if setup.config.mode == "emulated" else "")
-            capabilities = launched.adapter.capabilities.model_dump() if launched else {}
+            capabilities = adapter.capabilities.model_dump() if adapter is not None else {}
             infos.append(SystemInfo(id=setup.id, adapter=setup.config.adapter, mode=setup.config.mode,
                                     role=setup.config.role, label=label,
                                     details={"capabilities": capabilities, "options": sanitized(setup.config.options),
                                              "input_mode": self.input_modes.get(setup.id),
-                                             "notes": list(getattr(launched.adapter, "notes", [])) if launched
+                                             "notes": list(getattr(adapter, "notes", [])) if adapter is not None
                                              else []}))
         return infos
 
@@ -613,15 +278,54 @@ class SimulationRun:
             store.close()
             self._close_log()
 
+    def _collect(self, unit: Unit, record: ConversationRecord, artifacts: list[PendingArtifact],
+                 runner: TrialRunner) -> tuple[dict[str, Any], list[PendingArtifact]]:
+        """A finished trial's report and the artifacts for the store; the bundle a worker sent back is written
+        here, and a trial that could not run at all gets its bundle here."""
+        stored: list[PendingArtifact] = []
+        bundle: list[tuple[str, bytes]] = []
+        for artifact in artifacts:
+            if artifact.kind.startswith(BUNDLE_KIND):
+                bundle.append((artifact.kind[len(BUNDLE_KIND):], _content(artifact)))
+            elif artifact.kind == LOG_KIND:
+                for line in _content(artifact).decode("utf-8", "replace").splitlines():
+                    LOG.info("%s", line)
+            else:
+                stored.append(artifact)
+        assert unit.bundle_dir is not None
+        if bundle:
+            write_bundle(unit.bundle_dir, bundle)
+        report_artifact = next((a for a in stored if a.kind == "trial_report"), None)
+        if report_artifact is not None:
+            return json.loads(_content(report_artifact)), stored
+        code = record.failure_code or str(ErrorCode.INTERNAL)
+        reason = record.failure_reason or "the trial could not run"
+        LOG.info("trial not run: system=%s cell=%s trial=%d: %s", unit.system_id, unit.cell.id, unit.trial + 1,
+                 reason)
+        outcome = runner.failed_outcome(unit, code, reason)
+        report, bundle = runner.bundle(outcome)
+        write_bundle(unit.bundle_dir, bundle)
+        return report, runner.record(outcome, report)[1]
+
     async def _execute(self, store: Store, run_id: str, resumed: bool) -> RunResult:
         done = self._load_done(store, run_id) if resumed else set()
-        LOG.info("run %s %s: %d cells x %d systems x %d trials", run_id, "resumed" if resumed else "started",
-                 len(self.cells), len(self.suite.systems), self.trials)
+        executor = self.executor
+        LOG.info("run %s %s: %d cells x %d systems x %d trials (executor %s)", run_id,
+                 "resumed" if resumed else "started", len(self.cells), len(self.suite.systems), self.trials,
+                 executor.name)
         for key in done:
             self.spent += float(self.outcomes[key].get("cost", {}).get("actual_usd") or 0.0)
+        runner: TrialRunner | None = None
         try:
+            self.adapters = self._build_adapters()
+            await executor.launch([s.config for s in self.suite.systems], self.adapters, launcher=self.launcher())
+            start_failures = await executor.start()
             for setup in self.suite.systems:
-                await self._launch(setup)
+                self.input_modes[setup.id] = input_mode_for(setup.spec, self.run, self.adapters[setup.id].capabilities,
+                                                            no_audio=self.options.no_audio)
+                self.priced[setup.id] = costs.price(setup)
+            if isinstance(executor, LocalExecutor):
+                self.emulators = {k: v.emulator for k, v in executor.launched.items() if v.emulator is not None}
             if not resumed:
                 store.create_run(RunInfo(
                     run_id=run_id, created_at=_now_iso(), finished_at=None, status="running",
@@ -629,47 +333,60 @@ class SimulationRun:
                     systems=self._system_infos(), harness_version=__version__,
                     config={"kind": "simulation", "run_file": str(self.suite.run_path),
                             "artifacts_dir": str(self.dir), "tags": self.options.tags,
-                            "input_modes": self.input_modes, "settings": sanitized(self.run.model_dump(mode="json"))},
+                            "input_modes": self.input_modes, "executor": executor.name,
+                            "settings": sanitized(self.run.model_dump(mode="json"))},
                 ))
             self._write_state(run_id, "running")
-            pending = [u for u in self.units() if u.key not in done]
+            runner = self.trial_runner(run_id)
+            pending = [replace(u, bundle_dir=self.bundle_dir(u), estimate=self.estimate(u)) for u in self.units()
+                       if u.key not in done]
+            by_key = {u.key: u for u in pending}
             writer = StoreWriter(store, self.dir / "store-artifacts")
-            limits = {s.id: asyncio.Semaphore(s.config.concurrency) for s in self.suite.systems}
-            overall = asyncio.Semaphore(max(1, self.options.parallel))
             cap = self.options.max_cost_usd if self.options.max_cost_usd is not None else self.run.cost.max_usd
 
-            async def one(unit: Unit) -> None:
-                async with overall, limits[unit.system_id]:
-                    estimate = self.estimate(unit)
-                    async with self._lock:
-                        committed = self.spent + sum(self.reserved.values())
-                        if cap is not None and committed + estimate > cap:
-                            self.not_started.append(unit)
-                            LOG.info("cost cap: not starting %s trial %d (spent+running %.4f + estimate %.4f > "
-                                     "cap %.4f)", unit.cell.id, unit.trial + 1, committed, estimate, cap)
-                            return
-                        self.reserved[unit.key] = estimate
-                        self.estimate_total += estimate
-                    try:
-                        outcome, report = await self.run_unit(unit, run_id, writer, estimate)
-                    finally:
-                        async with self._lock:
-                            self.reserved.pop(unit.key, None)
-                    async with self._lock:
-                        self.spent += outcome.cost_actual_usd
-                    self.outcomes[unit.key] = report
-                    if self.options.progress:
-                        mark = "PASS" if outcome.passed else ("FAIL" if outcome.status == "succeeded" else "ERROR")
-                        print(f"{mark} {unit.system_id} {unit.cell.id} trial {unit.trial + 1}: "
-                              f"{outcome.exit_reason}" + (f" ({outcome.failure_reason})" if outcome.failure_reason
-                                                          else ""), file=sys.stderr, flush=True)
+            def keep_going(unit: Unit) -> bool:
+                """The cost cap, asked once per trial before it starts (local) or is sent to a worker (Ray)."""
+                committed = self.spent + sum(self.reserved.values())
+                if cap is not None and committed + unit.estimate > cap:
+                    self.not_started.append(unit)
+                    LOG.info("cost cap: not starting %s trial %d (spent+running %.4f + estimate %.4f > cap %.4f)",
+                             unit.cell.id, unit.trial + 1, committed, unit.estimate, cap)
+                    return False
+                self.reserved[unit.key] = unit.estimate
+                self.estimate_total += unit.estimate
+                return True
 
-            try:  # tasks queue on the semaphores in matrix order, so the cost cap's choice is predictable
-                await asyncio.gather(*(one(unit) for unit in pending))
+            def finished(record: ConversationRecord, artifacts: list[PendingArtifact]) -> None:
+                assert runner is not None
+                key = (record.system_id, record.conversation_id, record.trial)
+                unit = by_key[key]
+                report, stored = self._collect(unit, record, artifacts, runner)
+                writer.submit(record, stored)
+                self.reserved.pop(key, None)
+                self.spent += float(report.get("cost", {}).get("actual_usd") or 0.0)
+                self.outcomes[key] = report
+                if self.options.progress:
+                    mark = "PASS" if report["passed"] else ("FAIL" if report["execution_status"] == "succeeded"
+                                                            else "ERROR")
+                    print(f"{mark} {unit.system_id} {unit.cell.id} trial {unit.trial + 1}: {report['exit_reason']}"
+                          + (f" ({report['failure_reason']})" if report["failure_reason"] else ""),
+                          file=sys.stderr, flush=True)
+
+            try:
+                for system_id, exc in start_failures.items():  # each of its trials is recorded failed
+                    reason = redact(f"system failed to start: {describe_exception(exc)}")
+                    code = str(getattr(exc, "code", ErrorCode.INTERNAL))
+                    for unit in [u for u in pending if u.system_id == system_id]:
+                        finished(unit.failed(runner, code, reason), [])
+                    pending = [u for u in pending if u.system_id != system_id]
+                # units are offered in matrix order, so the cost cap's choice is predictable
+                await executor.run(pending, runner, finished, keep_going)
             finally:
                 await asyncio.to_thread(writer.close)
         finally:
-            await self._close()
+            await executor.close()
+            if runner is not None:
+                await runner.close()
         report = self._run_report(run_id)
         exit_code = report["process_exit_code"]
         status = "completed" if not self.not_started and not report["execution_failures"] else "incomplete"

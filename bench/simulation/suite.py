@@ -41,6 +41,7 @@ from bench.simulation.config import (
     slugify,
 )
 from bench.simulation.imports import load_custom, search_path
+from bench.simulation.speech import elevenlabs_problems, voice_for
 
 #: adapters that run in process (no emulator); every other registry adapter defaults to emulated mode
 LOCAL_ADAPTERS = ("inhouse", "generic_rag")
@@ -270,8 +271,10 @@ def requirements(cell: Cell, input_mode: str) -> list[str]:
 def _check_personas(run_path: Path, run: RunFile, cells: list[Cell], problems: list[Problem]) -> None:
     file = str(run_path)
     if run.persona_mode == "realtime":
-        problems.append(Problem(file, "run", "persona_mode", "the realtime persona is not implemented yet; use "
-                                                             "scripted or synthesized"))
+        from bench.simulation.realtime_persona import check_run
+
+        directories = [run_path.parent] + sorted({c.scenario_file.parent for c in cells} - {run_path.parent})
+        problems += check_run(run, cells, run_path, directories)
     needs_model = run.persona_mode == "synthesized"
     needs_judge = bool(run.quality_evaluation.custom_judges or run.quality_evaluation.evaluators)
     for cell in cells:
@@ -293,8 +296,10 @@ def _check_personas(run_path: Path, run: RunFile, cells: list[Cell], problems: l
                                 f"judges (custom judges, evaluators, step goals, expectations) need provider "
                                 f"{run.quality_evaluation.provider!r} in providers"))
     if run.speech_provider == "elevenlabs":
-        problems.append(Problem(file, "run", "speech_provider", "ElevenLabs speech is not implemented yet; use tone "
-                                                                "or espeak"))
+        voices = [voice_for(c.persona, language=c.scenario.language, script=c.script, environment=c.environment)
+                  for c in cells]
+        for name, message in elevenlabs_problems(run.elevenlabs, voices):
+            problems.append(Problem(file, "run", name, message))
     if run.speech_provider == "espeak" and shutil.which("espeak-ng") is None:
         problems.append(Problem(file, "run", "speech_provider", "espeak needs espeak-ng (Debian package espeak-ng)"))
 

@@ -1,8 +1,8 @@
 """The embedded, versioned run store (SQLite file + artifact files) and its public pandas view.
 
 ``Store`` holds runs, conversations, turns, events, artifacts and reviewer ratings; ``StoreWriter`` commits finished
-conversations from its own thread, off the event loop that is timing other sessions; ``turns_dataframe`` is the
-analysis API.
+conversations off the event loop that is timing other sessions (from its own thread, or its own process);
+``turns_dataframe`` is the analysis API.
 """
 
 from bench.store.artifacts import ArtifactStore

@@ -1,9 +1,11 @@
 """The SQLite file of the store: runs, conversations, turns, events, artifact references and ratings (schema v2).
 
-Each finished conversation is committed in one transaction (its turns, events and artifacts together), so a killed
-run keeps everything already recorded and resumes without repeating paid work. Everything written passes through
-the redactor first. A version-1 store is migrated in place (its runs and turns are kept); a store written by a
-newer harness is refused with a clear message. ``turns_dataframe`` is the public pandas view of a run.
+Each finished conversation is committed in one transaction with its turns, events and artifacts (the writer commits
+the conversations that finished meanwhile together, one transaction for all of them: a conversation is never
+half-recorded), so a killed run keeps everything already recorded and resumes without repeating paid work.
+Everything written passes through the redactor first. A version-1 store is migrated in place (its runs and turns
+are kept); a store written by a newer harness is refused with a clear message. ``turns_dataframe`` is the public
+pandas view of a run.
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ import sqlite3
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from pydantic import BaseModel, Field
 
 from bench.errors import ConfigError
-from bench.protocol.redact import redact, redact_value
+from bench.protocol.redact import redact, redact_many, redact_value
 from bench.records import TurnRecord
+
+if TYPE_CHECKING:  # pandas is imported by turns_dataframe (the writer process does not need it)
+    import pandas as pd
 
 STORE_SCHEMA_VERSION = 2
 
@@ -171,12 +175,12 @@ class RunInfo(BaseModel):
     harness_version: str
 
 
-def _record_json(record: BaseModel) -> str:
+def _record_json(record: BaseModel, exclude: set[str] | None = None) -> str:
     """JSON of ``record``; a lone surrogate (which UTF-8 cannot hold, but a vendor's JSON can) becomes U+FFFD."""
     try:
-        return record.model_dump_json()
+        return record.model_dump_json(exclude=exclude)
     except ValueError:  # pydantic's serialization error on unencodable text
-        return json.dumps(_without_surrogates(record.model_dump(mode="python")), default=str)
+        return json.dumps(_without_surrogates(record.model_dump(mode="python", exclude=exclude)), default=str)
 
 
 def _without_surrogates(value: Any) -> Any:
@@ -191,6 +195,45 @@ def _without_surrogates(value: Any) -> Any:
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")
+
+
+class _Rows:
+    """The table rows of a batch of conversations, every text already redacted."""
+
+    def __init__(self) -> None:
+        self.conversations: list[tuple] = []
+        self.turns: list[tuple] = []
+        self.keys: list[tuple] = []
+        self.events: list[tuple] = []
+        self.artifacts: list[tuple] = []
+
+
+def _conversation_rows(records: list[ConversationRecord]) -> _Rows:
+    """Rows of ``records``: the JSON texts and failure reasons of a whole batch go through the redactor in one
+    call (``redact_many``: the known credentials are looked up once), built before the store's lock is taken."""
+    # a conversation given twice is recorded as its last version (what writing them one by one would leave)
+    records = list({(r.run_id, r.system_id, r.conversation_id, r.trial): r for r in records}.values())
+    texts: list[str] = []
+    for record in records:
+        texts.append(_record_json(record, exclude={"turns", "events"}))
+        texts.append(record.failure_reason or "")
+        texts.extend(_record_json(turn) for turn in record.turns)
+        texts.extend(json.dumps(event.detail) for event in record.events)
+    clean = iter(redact_many(texts))
+    rows = _Rows()
+    recorded_at = _now()
+    for record in records:
+        key = (record.run_id, record.system_id, record.conversation_id, record.trial)
+        summary, reason = next(clean), next(clean)
+        rows.keys.append(key)
+        rows.conversations.append((*key, record.status, record.attempts, record.failure_code,
+                                   reason if record.failure_reason else None, record.started_at,
+                                   record.finished_at, summary))
+        rows.turns.extend((turn.run_id, turn.system_id, turn.entry_id, turn.trial, turn.status, next(clean),
+                           recorded_at, turn.conversation_id, turn.turn_index) for turn in record.turns)
+        rows.events.extend((*key, e.seq, e.t_ms, e.type, e.response_id, next(clean)) for e in record.events)
+        rows.artifacts.extend((*key, a.kind, a.sha256, a.path, a.bytes, a.media_type) for a in record.artifacts)
+    return rows
 
 
 class Store:
@@ -285,29 +328,25 @@ class Store:
 
     def record_conversation(self, record: ConversationRecord) -> None:
         """Commit a finished conversation with its turns, events and artifact references in one transaction."""
-        key = (record.run_id, record.system_id, record.conversation_id, record.trial)
-        summary = record.model_dump(mode="json", exclude={"turns", "events"})
+        self.record_conversations([record])
+
+    def record_conversations(self, records: list[ConversationRecord]) -> None:
+        """Commit finished conversations (each with its turns, events and artifact references) in one transaction:
+        all of them are recorded or, when any write fails, none (the transaction is rolled back)."""
+        if not records:
+            return
+        rows = _conversation_rows(records)
         with self._lock:
             try:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO conversations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (*key, record.status, record.attempts, record.failure_code,
-                     redact(record.failure_reason) if record.failure_reason else None, record.started_at,
-                     record.finished_at, redact(json.dumps(summary))),
-                )
-                for turn in record.turns:
-                    self._insert_turn(turn)
-                self._conn.execute("DELETE FROM events WHERE run_id=? AND system_id=? AND conversation_id=? "
-                                   "AND trial=?", key)
-                self._conn.executemany(
-                    "INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)",
-                    [(*key, e.seq, e.t_ms, e.type, e.response_id, redact(json.dumps(e.detail)))
-                     for e in record.events],
-                )
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO artifacts VALUES (?,?,?,?,?,?,?,?,?)",
-                    [(*key, a.kind, a.sha256, a.path, a.bytes, a.media_type) for a in record.artifacts],
-                )
+                self._conn.executemany("INSERT OR REPLACE INTO conversations VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                                       rows.conversations)
+                self._conn.executemany("INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?,?,?)", rows.turns)
+                self._conn.executemany("DELETE FROM events WHERE run_id=? AND system_id=? AND conversation_id=? "
+                                       "AND trial=?", rows.keys)
+                self._conn.executemany("INSERT INTO events VALUES (?,?,?,?,?,?,?,?,?)", rows.events)
+                if rows.artifacts:
+                    self._conn.executemany("INSERT OR REPLACE INTO artifacts VALUES (?,?,?,?,?,?,?,?,?)",
+                                           rows.artifacts)
                 self._conn.commit()
             except BaseException:
                 self._conn.rollback()
@@ -401,6 +440,8 @@ def turns_dataframe(store: Store | Path | str, run_id: str = "latest") -> pd.Dat
     Vendor-reported latencies are expanded into ``vendor_latency.<name>`` columns; the event timeline,
     retrieved context and tool calls are kept as Python objects in their own columns.
     """
+    import pandas as pd
+
     own = not isinstance(store, Store)
     db = Store(store) if own else store
     try:

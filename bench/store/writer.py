@@ -1,22 +1,39 @@
-"""The store writer: commits finished conversations from its own thread, so no SQLite commit or artifact write
-ever runs on the event loop that is timing other sessions.
+"""The store writer: commits finished conversations off the event loop that is timing other sessions.
+
+Conversations that finished while the previous transaction was being written are committed together, in one
+transaction (up to ``MAX_BATCH``): each is recorded whole or not at all, and a batch that fails is written again
+one conversation at a time, so a bad record costs only itself.
+
+Two ways to run it. By default a thread of this process does everything. With ``process=True`` (the scheduler's
+choice for a store file) the redaction, JSON and SQLite work runs in a child process
+(``bench.store.writer_process``) — off this interpreter's lock, on the other core — and a thread here only writes
+artifact files, serializes each record and hands batches over; the child commits them and says which, and
+``on_written`` is called here for each. Killing the harness loses at most what the child had not received; the
+child commits every batch it received whole before it exits.
 
 ``submit`` only queues (it never blocks the loop); ``flush`` waits until everything queued is committed; ``close``
-flushes and stops the thread. A write that fails is re-raised by the next ``flush``/``close`` — nothing is dropped
-silently.
+flushes and stops the thread (and the child). A write that fails is re-raised by the next ``flush``/``close`` —
+nothing is dropped silently.
 """
 
 from __future__ import annotations
 
+import itertools
+import os
+import pickle
 import queue
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from bench.store.artifacts import ArtifactStore
-from bench.store.sqlite import ArtifactRef, ConversationRecord, Store
+from bench.store.sqlite import ArtifactRef, ConversationRecord, Store, _record_json
 
 _STOP = object()
+#: at most this many conversations per transaction
+MAX_BATCH = 500
 
 
 class PendingArtifact:
@@ -28,34 +45,185 @@ class PendingArtifact:
         self.media_type = media_type
 
 
+def write_batch(store: Store, records: list[ConversationRecord],
+                committed: Callable[[int], None]) -> BaseException | None:
+    """Commit ``records`` in one transaction; if that fails, one by one. ``committed(i)`` for each recorded one;
+    returns the first error (``None`` when every record was committed)."""
+    try:
+        store.record_conversations(records)
+    except BaseException as exc:  # noqa: BLE001 - returned to the caller, who re-raises it
+        if len(records) == 1:
+            return exc
+        failed: BaseException | None = None
+        for index, record in enumerate(records):  # the batch was rolled back as a whole
+            try:
+                store.record_conversations([record])
+            except BaseException as one:  # noqa: BLE001
+                failed = failed or one
+                continue
+            committed(index)
+        return failed
+    for index in range(len(records)):
+        committed(index)
+    return None
+
+
 class StoreWriter:
     def __init__(self, store: Store, reports_dir: Path | None = None, *,
-                 on_written: Callable[[ConversationRecord], None] | None = None):
+                 on_written: Callable[[ConversationRecord], None] | None = None, process: bool = False):
         self.store = store
         self.reports_dir = reports_dir
         self.on_written = on_written
+        #: whether a child process commits (a store in memory cannot be shared: a thread here does)
+        self.process = process and store.path != ":memory:"
         self._queue: queue.Queue[object] = queue.Queue()
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
+        self._pending: dict[int, ConversationRecord] = {}
+        self._settled = threading.Condition()
+        self._child: subprocess.Popen[bytes] | None = None
+        self._acks: threading.Thread | None = None
+        target = self._send if self.process else self._run
+        self._thread = threading.Thread(target=target, name="store-writer", daemon=True)
         self._thread.start()
 
     def submit(self, record: ConversationRecord, artifacts: list[PendingArtifact] | None = None) -> None:
         self._queue.put((record, artifacts or []))
 
+    def _batch(self) -> tuple[list[tuple[ConversationRecord, list[PendingArtifact]]], int, bool]:
+        """The next batch from the queue: (work, items taken, whether it ends with the stop mark)."""
+        batch = [self._queue.get()]
+        while len(batch) < MAX_BATCH:  # everything that finished meanwhile: one transaction for all of it
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        work = [item for item in batch if item is not _STOP]
+        return work, len(batch), len(work) != len(batch)  # type: ignore[return-value]
+
+    # -- in this process --------------------------------------------------------------------------------------
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            work, taken, stop = self._batch()
             try:
-                if item is _STOP:
-                    return
-                record, artifacts = item  # type: ignore[misc]
-                self._write(record, artifacts)
+                if work:
+                    self._write(work)
             except BaseException as exc:  # noqa: BLE001 - kept and re-raised on the caller's thread
-                self._error = self._error or exc
+                self._keep(exc)
             finally:
-                self._queue.task_done()
+                for _ in range(taken):
+                    self._queue.task_done()
+            if stop:
+                return
 
-    def _write(self, record: ConversationRecord, artifacts: list[PendingArtifact]) -> None:
+    def _write(self, batch: list[tuple[ConversationRecord, list[PendingArtifact]]]) -> None:
+        records = [self._with_artifacts(record, artifacts) for record, artifacts in batch]
+        error = write_batch(self.store, records, lambda index: self._written(records[index]))
+        if error is not None:
+            raise error
+
+    # -- in a child process -----------------------------------------------------------------------------------
+    def _start_child(self) -> subprocess.Popen[bytes]:
+        root = str(Path(__file__).resolve().parents[2])  # where ``bench`` is importable from
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        return subprocess.Popen([sys.executable, "-m", "bench.store.writer_process", self.store.path],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
+
+    def _send(self) -> None:
+        from bench.protocol.redact import known_secrets
+        from bench.store.writer_process import write_frame
+
+        try:
+            self._child = self._start_child()
+        except BaseException as exc:  # noqa: BLE001 - no child: nothing can be recorded
+            self._keep(exc)
+            self._drain_unrecorded()
+            return
+        self._acks = threading.Thread(target=self._receive, name="store-writer-acks", daemon=True)
+        self._acks.start()
+        assert self._child.stdin is not None
+        fd, numbers, sent_secrets = self._child.stdin.fileno(), itertools.count(), None
+        try:
+            while True:
+                work, taken, stop = self._batch()
+                try:
+                    items: list[tuple[int, bytes]] = []
+                    for record, artifacts in work:
+                        try:
+                            record = self._with_artifacts(record, artifacts)
+                        except BaseException as exc:  # noqa: BLE001 - this record is not recorded; kept
+                            self._keep(exc)
+                            continue
+                        number = next(numbers)
+                        with self._settled:
+                            self._pending[number] = record
+                        items.append((number, _record_json(record).encode("utf-8")))
+                    if items:
+                        secrets = tuple(sorted(known_secrets()))
+                        write_frame(fd, pickle.dumps((secrets if secrets != sent_secrets else None, items)))
+                        sent_secrets = secrets
+                except BaseException as exc:  # noqa: BLE001 - the child is gone (its reason comes with close)
+                    self._keep(exc)
+                finally:
+                    for _ in range(taken):
+                        self._queue.task_done()
+                if stop:
+                    return
+        finally:
+            with self._settled:
+                self._settled.notify_all()
+            self._child.stdin.close()  # the child commits what it has and exits
+
+    def _receive(self) -> None:
+        from bench.store.writer_process import FrameReader
+
+        assert self._child is not None and self._child.stdout is not None
+        reader = FrameReader(self._child.stdout.fileno())
+        try:
+            while (frame := reader.read()) is not None:
+                committed, error = pickle.loads(frame)
+                if error is not None:
+                    self._keep(error)
+                for number in committed:
+                    with self._settled:
+                        record = self._pending.pop(number)
+                    self._written(record)
+                with self._settled:
+                    self._settled.notify_all()
+        except BaseException as exc:  # noqa: BLE001
+            self._keep(exc)
+        finally:
+            with self._settled:
+                self._settled.notify_all()
+
+    def _drain_unrecorded(self) -> None:
+        while True:
+            work, taken, stop = self._batch()
+            for _ in range(taken):
+                self._queue.task_done()
+            if stop:
+                return
+
+    def _unrecorded_error(self) -> BaseException | None:
+        """What to raise when the child ended with conversations it never reported committed."""
+        with self._settled:
+            left = len(self._pending)
+            self._pending.clear()
+        if not left:
+            return None
+        code = self._child.returncode if self._child is not None else None
+        return RuntimeError(f"the store writer process ended (exit code {code}) before recording {left} "
+                            "conversation(s); they are left for --resume")
+
+    # -- shared -----------------------------------------------------------------------------------------------
+    def _keep(self, exc: BaseException) -> None:
+        self._error = self._error or exc
+
+    def _written(self, record: ConversationRecord) -> None:
+        if self.on_written is not None:
+            self.on_written(record)
+
+    def _with_artifacts(self, record: ConversationRecord, artifacts: list[PendingArtifact]) -> ConversationRecord:
         if artifacts and self.reports_dir is not None:
             files = ArtifactStore(self.reports_dir, record.run_id)
             for artifact in artifacts:
@@ -66,19 +234,31 @@ class StoreWriter:
                                                     path=str(path.relative_to(self.reports_dir))))
                 for turn in record.turns:
                     turn.artifacts[artifact.kind] = sha
-        self.store.record_conversation(record)
-        if self.on_written is not None:
-            self.on_written(record)
+        return record
 
     def flush(self) -> None:
         self._queue.join()
+        if self.process:
+            with self._settled:  # every record handed over is reported committed (or the child is gone)
+                self._settled.wait_for(lambda: not self._pending or self._acks is None
+                                       or not self._acks.is_alive())
         self._raise()
 
     def close(self) -> None:
         if self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join()
+        if self._acks is not None:
+            self._acks.join()
+        if self._child is not None:
+            self._child.wait()
+            self._keep_unrecorded()
         self._raise()
+
+    def _keep_unrecorded(self) -> None:
+        error = self._unrecorded_error()
+        if error is not None:
+            self._keep(error)
 
     def _raise(self) -> None:
         if self._error is not None:

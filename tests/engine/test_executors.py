@@ -26,7 +26,7 @@ import yaml
 from bench.cli import main, sample_entries
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.dataset import validate_files
-from bench.engine.executors import LocalExecutor, make_executor
+from bench.engine.executors import Launcher, LocalExecutor, make_executor
 from bench.engine.executors.ray_executor import ClusterLimits
 from bench.engine.scheduler import run_benchmark
 from bench.errors import ConfigError
@@ -354,3 +354,64 @@ async def test_cluster_limits_hold_leases_and_refuse_abandoned_ones():
     assert await limits.acquire("a", "l5") is False
     stats = await limits.stats()
     assert stats["peak"] == {"a": 2} and stats["grants"] == {"a": 3} and stats["held"] == {"a": 1}
+
+
+@dataclass(frozen=True)
+class CountingUnit:
+    """A unit that notes how many units are running at once (in ``shared``) while it runs."""
+
+    system_id: str
+    name: str
+    trial: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return self.system_id, self.name, self.trial
+
+    async def run(self, launched, shared: dict):
+        assert launched["system"] == self.system_id and launched["started"]  # what the launcher made, started
+        shared["running"] += 1
+        shared["most"] = max(shared["most"], shared["running"])
+        await asyncio.sleep(0.02)
+        shared["running"] -= 1
+        return ConversationRecord(run_id="r1", system_id=self.system_id, conversation_id=self.name, trial=self.trial,
+                                  status="succeeded", started_at="-", finished_at="-"), []
+
+    def failed(self, shared: dict, code: str, reason: str) -> ConversationRecord:
+        raise AssertionError("every unit runs")
+
+
+class DictLauncher(Launcher):
+    """Makes each system a plain dict (a launcher decides what its units run against)."""
+
+    def adapter(self, system):
+        return None
+
+    async def launch(self, system, adapter):
+        made = {"system": system.id, "started": False}
+
+        class Ready(dict):
+            async def start(self) -> None:
+                self["started"] = True
+
+            async def close(self) -> None:
+                self["closed"] = True
+
+        return Ready(made)
+
+
+async def test_parallel_caps_units_in_flight_over_all_systems_through_a_launcher():
+    systems = [SystemConfig(id="a", adapter="inhouse", concurrency=3),
+               SystemConfig(id="b", adapter="inhouse", concurrency=3)]
+    for parallel, most in ((None, 6), (2, 2)):
+        executor = make_executor("local", parallel=parallel)
+        await executor.launch(systems, {}, launcher=DictLauncher())
+        assert await executor.start() == {}
+        shared = {"running": 0, "most": 0}
+        done = []
+        units = [CountingUnit(s.id, f"n{i}") for i in range(6) for s in systems]
+        await executor.run(units, shared, lambda record, artifacts, seen=done: seen.append(record.system_id))
+        launched = dict(executor.launched)
+        await executor.close()
+        assert len(done) == 12 and shared["most"] == most  # each system's 3, or 2 over both
+        assert all(system["closed"] for system in launched.values())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 
 from adapters.emulators._kit.answerer import BrainAnswer, BrainProfile, BrainRequest
 from adapters.emulators._kit.control import ControlPlane
@@ -84,3 +85,20 @@ async def start_chat_model(answerer, *, faults: dict | None = None):  # noqa: AN
                                                        token_interval_ms=0, first_audio_extra_ms=0),
                                 faults=FaultPlan(**(faults or {})))
     return await start(settings, control=ControlPlane(), answerer=answerer, options={})
+
+
+def booking_scenario(scenario_id: str) -> str:
+    """A hospital scenario YAML: book a cardiology appointment for Maria Jansen, judged by the booking probe."""
+    return textwrap.dedent(f"""
+        id: {scenario_id}
+        description: Book a cardiology appointment for Maria Jansen
+        expected_topics: [appointment booked]
+        conversation: {{max_turns: 6, completion_intents: []}}
+        eval_spec:
+          expected_exit: persona_completion
+          outcome_spec: {{appointment_booked: true, patient: Maria Jansen}}
+          outcome_probe:
+            class: hospital_system:BookingProbe
+            settings: {{database: "${{VOICE_BENCH_HOSPITAL_DB}}"}}
+    """)
+

@@ -8,7 +8,7 @@ import textwrap
 from bench.simulation.runner import RunOptions, SimulationRun
 from bench.simulation.suite import load_suite
 from tests.simulation.conftest import EXAMPLES, load_json
-from tests.simulation.fakes import CallerModel, start_chat_model
+from tests.simulation.fakes import CallerModel, booking_scenario, start_chat_model
 
 
 async def test_synthesized_caller_books_through_the_hospital_system(tmp_path, monkeypatch):
@@ -16,18 +16,7 @@ async def test_synthesized_caller_books_through_the_hospital_system(tmp_path, mo
     model = CallerModel(invent_once=True)
     chat = await start_chat_model(model)
     hospital = EXAMPLES / "hospital"
-    (tmp_path / "scenario.yaml").write_text(textwrap.dedent("""
-        id: synthesized-booking
-        description: Book a cardiology appointment for Maria Jansen
-        expected_topics: [appointment booked]
-        conversation: {max_turns: 6, completion_intents: []}
-        eval_spec:
-          expected_exit: persona_completion
-          outcome_spec: {appointment_booked: true, patient: Maria Jansen}
-          outcome_probe:
-            class: hospital_system:BookingProbe
-            settings: {database: "${VOICE_BENCH_HOSPITAL_DB}"}
-    """), encoding="utf-8")
+    (tmp_path / "scenario.yaml").write_text(booking_scenario("synthesized-booking"), encoding="utf-8")
     (tmp_path / "run.yaml").write_text(textwrap.dedent(f"""
         scenario_path: scenario.yaml
         persona_path: {hospital / "persona-maria.yaml"}

@@ -109,6 +109,16 @@ class RunningEmulator:
             await result
 
 
+class LoggedHttpEmulator(RunningEmulator):
+    """A started HTTP emulator (one ``"http"`` base URL) that logs what it answered in ``requests`` (for
+    contract tests); each emulator says what one log entry holds."""
+
+    def __init__(self, url: str, control: ControlPlane, stamps: SendStamps, closer: Callable[[], Any],
+                 credentials: dict[str, str], requests: list[Any]):
+        super().__init__({"http": url}, control, stamps, closer, credentials)
+        self.requests = requests
+
+
 async def sleep_until(deadline: float) -> None:
     """Sleep until ``time.monotonic()`` reaches ``deadline`` (coarse sleep, then a short precise wait)."""
     remaining = deadline - time.monotonic()

@@ -16,6 +16,11 @@ whole text, at the first-token time) and paced ``audio`` chunks, in text-only mo
 start/delta…/stop and ``agent_response``; ``agent_response_complete`` only when the agent has that client event.
 ``contextual_update`` replaces the knowledge passages, or adds the earlier exchanges it recounts to the history.
 
+Knowledge base: ``agent.prompt.knowledge_base`` locators (ids of documents uploaded to the emulator's workspace;
+an unknown id closes the socket with 1008) make the agent retrieve for itself on every caller turn
+(``knowledge.KnowledgeStore.retrieve``: its own BM25 over the uploaded texts; ``usage_mode: prompt`` = the whole
+documents); those passages join the prompt's as the answerer's context, and the record keeps each turn's count.
+
 Barge-in: caller speech (the VAD's speech start; with ``vad_score`` 1.0 when that client event is on) or a new
 ``user_message`` while the agent speaks stops the speech within ``vad.barge_in_reaction_ms`` → ``interruption``
 and ``agent_response_correction`` (the text cut to the share of audio played). A response not yet speaking is
@@ -49,6 +54,7 @@ from adapters.emulators._kit.faults import FaultKey, FaultKind
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechResult, plan_speech, speak, speech_duration_ms
 from adapters.emulators._kit.vad import ServerVad
 from adapters.emulators.elevenlabs_agent.context import history_turns
+from adapters.emulators.elevenlabs_agent.knowledge import knowledge_locators
 from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.prompts import passages_from_instructions as knowledge_passages
 from bench.audio.pcm import resample_pcm16
@@ -84,6 +90,9 @@ class AgentConversation:
         self.text_only = False
         self.language: str | None = None
         self.context: list[str] = []
+        #: uploaded documents this conversation references: ids retrieved from (auto) and ids given whole (prompt)
+        self.knowledge_auto: list[str] = []
+        self.knowledge_prompt: list[str] = []
         self.history: list[HistoryTurn] = []
         self.event_id = 0
         self.ping_id = 0
@@ -144,6 +153,14 @@ class AgentConversation:
         if refused:
             await self.ws.close(1008, f"Override for field '{refused[0]}' is not allowed by config.")
             raise _Refused(refused[0])
+        located = knowledge_locators(override) or []
+        unknown = self.emulator.knowledge.missing([str(item.get("id")) for item in located])
+        if unknown:
+            await self.ws.close(1008, f"Knowledge base document '{unknown[0]}' not found.")
+            raise _Refused("knowledge_base")
+        for item in located:
+            target = self.knowledge_prompt if item.get("usage_mode") == "prompt" else self.knowledge_auto
+            target.append(str(item["id"]))
         self.configure(override)
         await self.send(wire.ConversationInitiationMetadata(
             conversation_initiation_metadata_event=wire.InitiationMetadataEvent(
@@ -245,8 +262,12 @@ class AgentConversation:
         await self.send(wire.UserTranscript(user_transcription_event=wire.UserTranscriptionEvent(
             user_transcript=text, event_id=self.event_id)))
         self.record_line("user", text)
+        knowledge = self.emulator.knowledge
+        found = [*knowledge.whole(self.knowledge_prompt), *knowledge.retrieve(self.knowledge_auto, text)]
+        if self.knowledge_auto or self.knowledge_prompt:
+            self.record.setdefault("knowledge_retrieved", []).append(len(found))
         request = BrainRequest(utterance=text, language=self.language, history=list(self.history),
-                               context=list(self.context))
+                               context=[*self.context, *found])
         self.history.append(HistoryTurn(role="user", text=text))
         answer = self.emulator.answerer.answer(request)
         key = self.conversation.next_fault_key()
@@ -408,6 +429,11 @@ def overridden_fields(override: dict[str, Any]) -> list[str]:
     """The names of the agent settings a ``conversation_config_override`` changes."""
     agent = override.get("agent") or {}
     fields = [name for name in ("prompt", "first_message", "language") if name in agent]
+    prompt = agent.get("prompt")
+    if isinstance(prompt, dict) and "knowledge_base" in prompt:
+        if "prompt" not in prompt:
+            fields.remove("prompt")
+        fields.append("knowledge_base")
     if "text_only" in override or "text_only" in (override.get("conversation") or {}):
         fields.append("text_only")
     return fields

@@ -15,7 +15,8 @@ class ElevenLabsEmulatorOptions(BaseModel):
     input_format: str = Field(default="pcm_16000", pattern=r"^(pcm|ulaw)_\d+$")
     #: the agent's configured greeting (a client's ``first_message`` override replaces it; "" = none)
     first_message: str = ""
-    #: overrides the agent's security settings allow (``prompt``, ``first_message``, ``language``, ``text_only``);
+    #: overrides the agent's security settings allow (``prompt``, ``first_message``, ``language``, ``text_only``,
+    #: ``knowledge_base``);
     #: None = all. Another override closes the socket with 1008, as ElevenLabs does.
     allowed_overrides: list[str] | None = None
     #: client tools configured on the agent (the intent tool is called only when listed here)
@@ -31,3 +32,5 @@ class ElevenLabsEmulatorOptions(BaseModel):
     #: keep every message both ways in ``RunningElevenLabs.log`` (tests, recordings)
     record: bool = False
     max_conversations: int = Field(default=10_000, ge=1)
+    #: documents the agent's own retrieval gives its answerer per caller turn (knowledge-base locators in ``auto``)
+    knowledge_top_k: int = Field(default=3, ge=1, le=20)

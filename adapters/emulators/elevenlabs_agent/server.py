@@ -8,6 +8,9 @@ prefix. Served (``xi-api-key`` required on REST):
 * ``GET /v1/convai/conversations/{id}`` → the conversation (status, transcript, ``metadata.call_duration_secs``;
   ``metadata.cost`` / ``cost_fiat`` are null: an emulator has no bill);
 * ``/v1/convai/conversation?agent_id=`` upgrade → one ``AgentConversation``.
+
+The knowledge-base calls (``POST /v1/convai/knowledge-base/text`` …) need request bodies, which websockets' HTTP
+side does not parse; ``knowledge.KnowledgeStore`` serves them on the emulator's second (``knowledge``) URL.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from adapters.emulators._kit.answerer import Answerer
 from adapters.emulators._kit.control import ControlPlane, Conversation, split_conversation_path
 from adapters.emulators._kit.running import EmulatorSettings, SendStamps
 from adapters.emulators.elevenlabs_agent.conversation import AgentConversation, elide
+from adapters.emulators.elevenlabs_agent.knowledge import KnowledgeStore
 from adapters.emulators.elevenlabs_agent.options import ElevenLabsEmulatorOptions
 
 CONVERSATION_PATH = "/v1/convai/conversation"
@@ -42,6 +46,9 @@ class ElevenLabsEmulator:
         self.stamps = SendStamps()
         self.log: list[dict[str, Any]] = []
         self.records: dict[str, dict[str, Any]] = {}
+        #: the workspace knowledge base (served on the ``knowledge`` URL, ``adapters.emulators.elevenlabs_agent.
+        #: knowledge``)
+        self.knowledge = KnowledgeStore(options.knowledge_top_k)
         self._upgrades: dict[int, tuple[Conversation, str]] = {}
 
     # -- records and the message log ----------------------------------------------------------------------

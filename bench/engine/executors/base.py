@@ -9,8 +9,11 @@ worker was lost twice). ``GoldenUnit`` is one; a simulation trial is another.
 
 An **executor** owns where units run and how many of one system run at once:
 
-1. ``launch(systems, adapters, answerer=…)`` makes every system ready (emulators started); configuration errors
-   (``ConfigError``, exit 2) are raised here, before the run is recorded;
+1. ``launch(systems, adapters, answerer=…, launcher=…)`` makes every system ready (emulators started) through a
+   ``Launcher`` — picklable, so a worker launches its systems with it too; the default builds the registry's
+   adapter and starts the emulator with ``answerer`` (a simulation's launcher adds its answerers, custom adapters
+   and per-data adapters); configuration errors (``ConfigError``, exit 2) are raised here, before the run is
+   recorded;
 2. ``start()`` starts the adapters and returns the systems that could not start (system id → exception);
 3. ``run(units, shared, on_result, keep_going=None)`` runs every unit once and calls ``on_result(record,
    artifacts)`` on the caller's event loop for each finished unit, exactly once per unit key; the caller alone
@@ -20,7 +23,8 @@ An **executor** owns where units run and how many of one system run at once:
 4. ``close()`` stops everything it started.
 
 ``LocalExecutor`` (the default) runs units as asyncio tasks in this process; ``RayExecutor`` runs them on Ray
-workers that each hold the systems warm.
+workers that each hold the systems warm. Both take ``parallel`` (at most that many units running at once, over all
+systems; default no limit beyond the systems' own).
 """
 
 from __future__ import annotations
@@ -54,6 +58,28 @@ class ConversationUnit(Protocol):
     def failed(self, shared: Any, code: str, reason: str) -> ConversationRecord: ...
 
 
+class Launcher:
+    """How a system is made ready in the process that runs its conversations (the default; picklable).
+
+    ``adapter(system)`` builds the system's adapter in this process (a distributed executor's worker calls it;
+    the local executor uses the caller's adapters instead); ``launch(system, adapter)`` starts what it needs
+    (its emulator, with ``answerer``) and returns a ``LaunchedSystem`` — or any object with ``config``,
+    ``start()`` and ``close()`` that the run's units know how to use."""
+
+    def __init__(self, answerer: Any | None = None):
+        self.answerer = answerer
+
+    def adapter(self, system: SystemConfig) -> Any:
+        from bench.engine.registry import create_adapter
+
+        return create_adapter(system)
+
+    async def launch(self, system: SystemConfig, adapter: Any) -> Any:
+        from bench.engine.launch import launch
+
+        return await launch(system, adapter, answerer=self.answerer)
+
+
 class Executor(ABC):
     """Runs conversation units under per-system concurrency limits (see the module docstring)."""
 
@@ -61,8 +87,9 @@ class Executor(ABC):
 
     @abstractmethod
     async def launch(self, systems: list[SystemConfig], adapters: dict[str, Any], *,
-                     answerer: Any | None = None) -> None:
-        """Make every system ready for its conversations; raise ``ConfigError`` for a configuration mistake."""
+                     answerer: Any | None = None, launcher: Launcher | None = None) -> None:
+        """Make every system ready for its conversations (through ``launcher``, default ``Launcher(answerer)``);
+        raise ``ConfigError`` for a configuration mistake."""
 
     @abstractmethod
     async def start(self) -> dict[str, BaseException]:

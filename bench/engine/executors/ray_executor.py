@@ -1,9 +1,11 @@
 """The Ray executor: conversation units run on Ray worker actors; the driver alone writes the store.
 
 * **Workers** — ``ConversationWorker`` actors (one per cluster CPU unless told otherwise, ``num_cpus=1`` each),
-  each an asyncio actor that holds every system of the run warm: its adapter built from the system's config in
-  the worker (the in-house orchestrator is constructed there), its emulator started there on 127.0.0.1 through
-  ``bench.engine.launch``, its adapter started once. A worker runs many units at once on its own event loop.
+  each an asyncio actor that holds every system of the run warm: the run's ``Launcher`` (pickled with the
+  systems) builds its adapter from the system's config in the worker (the in-house orchestrator is constructed
+  there) and starts its emulator there on 127.0.0.1, its adapter started once. A worker runs many units at once on
+  its own event loop; whatever a unit talks to besides its system (a simulation's persona and judge models) it
+  reaches from the worker, so a loopback address works only on the driver's machine.
 * **Cluster-wide limits** — one ``ClusterLimits`` actor per run holds each system's concurrency as leases; a
   worker acquires a lease just before a conversation and releases it just after, so a system never has more
   than ``concurrency`` conversations open across all workers. The driver sends each system at most
@@ -12,6 +14,8 @@
   driver. The driver gives up the lease of a unit whose worker was lost (a lease that was still waiting is
   cancelled, one requested later is refused). Without the actor (``cluster_limits=False``) the driver's window
   is exactly ``concurrency``, which also holds the limit for this run, one driver round trip per handoff.
+  ``parallel`` caps the units in flight over all systems (sent, waiting for a lease or running), so at most that
+  many run at once across the cluster.
 * **Results** — each unit returns its ``ConversationRecord`` and its artifacts' bytes (computed on the worker);
   the driver hands them to ``on_result`` on its event loop (and waits for it), which submits them to the one
   ``StoreWriter``
@@ -50,6 +54,7 @@ from bench.engine.executors.base import (
     ConversationUnit,
     Executor,
     KeepGoing,
+    Launcher,
     OnResult,
     SystemStartError,
     artifact_bytes,
@@ -62,6 +67,20 @@ from bench.protocol.redact import redact
 
 NAMESPACE = "voice-bench"
 INSTALL_HINT = "pip install 'voice-agent-bench[ray]'"
+#: modules an adapter needs imported on its process's main thread (LiveKit Agents registers its plugins only
+#: there), while a worker's methods run on another thread: when this executor starts or joins the cluster, Ray's
+#: ``worker_process_setup_hook`` (``prepare_worker``) imports them first in every worker of the run's job
+MAIN_THREAD_IMPORTS = {"livekit_baseline": ("livekit.plugins.openai", "livekit.plugins.silero")}
+IMPORTS_ENV = "VOICE_BENCH_WORKER_IMPORTS"
+
+
+def prepare_worker() -> None:
+    """Ray's ``worker_process_setup_hook``: import ``$VOICE_BENCH_WORKER_IMPORTS`` on the worker's main thread."""
+    import importlib
+
+    for name in filter(None, os.environ.get(IMPORTS_ENV, "").split(",")):
+        with contextlib.suppress(ImportError):  # the adapter then reports what is missing, as it would locally
+            importlib.import_module(name)
 
 
 def import_ray() -> Any:
@@ -123,11 +142,11 @@ class ConversationWorker:
     """A Ray async actor that holds the run's systems warm and runs units on them (see the module docstring)."""
 
     def __init__(self, setup: list[Any], limits_name: str | None):
-        #: ``[ref]`` of ``(systems, answerer)`` in the object store, read on first use (the driver keeps it alive,
+        #: ``[ref]`` of ``(systems, launcher)`` in the object store, read on first use (the driver keeps it alive,
         #: so a restarted worker can read it again)
         self._setup = setup
         self.systems: list[SystemConfig] = []
-        self.answerer: Any | None = None
+        self.launcher: Launcher | None = None
         #: the run's ``ClusterLimits`` actor, found by name on first use (a handle among the constructor arguments
         #: would make restarts depend on it)
         self._limits_name = limits_name
@@ -157,19 +176,17 @@ class ConversationWorker:
         return {"pid": os.getpid(), "version": __version__, "config_error": None}
 
     async def _launch(self) -> None:
-        from bench.engine.launch import launch
-        from bench.engine.registry import create_adapter
-
         async with self._lock():
             if not self.systems:
-                self.systems, self.answerer = await self._setup[0]
+                self.systems, self.launcher = await self._setup[0]
             if self._limits_name and self.limits is None:
                 import ray
 
                 self.limits = ray.get_actor(self._limits_name, namespace=NAMESPACE)
+            launcher = self.launcher if self.launcher is not None else Launcher()
             for system in self.systems:
                 if system.id not in self.launched:
-                    self.launched[system.id] = await launch(system, create_adapter(system), answerer=self.answerer)
+                    self.launched[system.id] = await launcher.launch(system, launcher.adapter(system))
 
     async def start(self) -> dict[str, SystemStartError]:
         """Start every adapter once; the ones that could not start, as ``SystemStartError``."""
@@ -252,15 +269,17 @@ class RayExecutor(Executor):
     ``cluster_limits`` — hold per-system limits with the ``ClusterLimits`` actor (off: the driver's window alone);
     ``prefetch`` — units of a system sent beyond its concurrency, waiting for a lease (default a quarter of it);
     ``lost_retries`` — how often a unit whose worker was lost runs again (1: once); ``init`` — extra
-    ``ray.init`` keyword arguments for a local cluster this executor starts (e.g. ``num_cpus``).
+    ``ray.init`` keyword arguments for a local cluster this executor starts (e.g. ``num_cpus``); ``parallel`` —
+    at most this many units in flight over all systems (default: only the systems' own limits).
     """
 
     name = "ray"
 
     def __init__(self, address: str | None = None, *, workers: int | None = None, worker_cpus: float = 1.0,
                  cluster_limits: bool = True, prefetch: int | None = None, lost_retries: int = 1,
-                 init: dict[str, Any] | None = None):
+                 init: dict[str, Any] | None = None, parallel: int | None = None):
         self.address = address
+        self.parallel = parallel
         self.workers = workers
         self.worker_cpus = worker_cpus
         self.cluster_limits = cluster_limits
@@ -278,15 +297,27 @@ class RayExecutor(Executor):
         self._stop = threading.Event()
 
     # launch ---------------------------------------------------------------------------------------------
+    def _init_options(self) -> dict[str, Any]:
+        """``init`` plus, when a system needs modules imported on the main thread, the worker setup hook."""
+        options = dict(self.init)
+        imports = sorted({m for s in self.systems for m in MAIN_THREAD_IMPORTS.get(s.adapter, ())})
+        if imports:
+            env = dict(options.get("runtime_env") or {})
+            env.setdefault("worker_process_setup_hook", f"{__name__}.prepare_worker")
+            env["env_vars"] = {**(env.get("env_vars") or {}), IMPORTS_ENV: ",".join(imports)}
+            options["runtime_env"] = env
+        return options
+
     def _connect(self) -> None:
         ray = self._ray
-        if ray.is_initialized():
+        if ray.is_initialized():  # a cluster the caller connected to: its job's settings stay as they are
             return
+        options = self._init_options()
         try:
             if self.address:
-                ray.init(address=self.address, namespace=NAMESPACE, **self.init)
+                ray.init(address=self.address, namespace=NAMESPACE, **options)
             else:
-                ray.init(include_dashboard=False, configure_logging=False, namespace=NAMESPACE, **self.init)
+                ray.init(include_dashboard=False, configure_logging=False, namespace=NAMESPACE, **options)
         except (ConnectionError, TimeoutError, ValueError, RuntimeError) as exc:
             where = f"--ray-address {self.address}" if self.address else "a local Ray cluster"
             raise ConfigError(f"{where}: cannot connect ({redact(str(exc))[:300]}); start a cluster with "
@@ -294,7 +325,7 @@ class RayExecutor(Executor):
         self._owns_ray = True
 
     async def launch(self, systems: list[SystemConfig], adapters: dict[str, Any], *,
-                     answerer: Any | None = None) -> None:
+                     answerer: Any | None = None, launcher: Launcher | None = None) -> None:
         self._ray = ray = import_ray()
         self.systems = list(systems)
         self._connect()  # on this (the main) thread, before any conversation: Ray installs its signal handlers
@@ -308,7 +339,7 @@ class RayExecutor(Executor):
                 name=limits_name, namespace=NAMESPACE, num_cpus=0, max_concurrency=max(1000, 4 * in_flight),
             ).remote({s.id: s.concurrency for s in systems})
         worker = ray.remote(ConversationWorker)
-        self._setup_ref = ray.put((self.systems, answerer))
+        self._setup_ref = ray.put((self.systems, launcher if launcher is not None else Launcher(answerer)))
         self.actors = [worker.options(num_cpus=self.worker_cpus, max_restarts=-1, max_task_retries=0,
                                       max_concurrency=max(1000, 4 * in_flight)).remote([self._setup_ref], limits_name)
                        for _ in range(count)]
@@ -393,6 +424,8 @@ class RayExecutor(Executor):
             while progressed:  # round-robin over systems: every system's work is in flight from the start
                 progressed = False
                 for system_id, queue in queues.items():
+                    if self.parallel and sum(flying.values()) >= self.parallel:
+                        return
                     if queue and flying[system_id] < window[system_id]:
                         unit = queue.popleft()
                         if keep_going is None or tries.get(unit.key) or keep_going(unit):  # asked once per unit
