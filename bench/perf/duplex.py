@@ -133,9 +133,12 @@ async def run_level(emulator: EmulatorProcess, sessions: int, turns: int, speech
 
 def summarize(level: Level, stamps: dict[str, dict[str, float]], nominal_ms: float) -> dict[str, Any]:
     errors, schedule = [], []
-    unmatched = 0
+    unmatched = unmeasured = 0
     for exchange in level.exchanges:
-        if exchange.error or exchange.caller_heard_ms is None or exchange.speech_end is None:
+        if exchange.error:
+            continue
+        if exchange.caller_heard_ms is None or exchange.speech_end is None:
+            unmeasured += 1  # the VAD found no answer onset (or no end of the caller's speech) on the tracks
             continue
         sent = stamps["first_audio"].get(exchange.key)
         if sent is None:
@@ -148,6 +151,7 @@ def summarize(level: Level, stamps: dict[str, dict[str, float]], nominal_ms: flo
     return {
         "sessions": level.sessions, "exchanges": len(level.exchanges), "measured": len(errors),
         "failed": sum(1 for e in level.exchanges if e.error), "unmatched": unmatched,
+        "unmeasured": unmeasured,
         "error_p50_ms": _percentile([abs(e) for e in errors], 50),
         "error_p99_ms": _percentile([abs(e) for e in errors], 99),
         "error_max_ms": max((abs(e) for e in errors), default=math.nan),
@@ -217,8 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(render(rows, nominal, args.target_ms))
     for row in rows:
-        if row["failures"] or row["unmatched"]:
-            print(f"N={row['sessions']}: {row['unmatched']} unmatched; failures: {row['failures']}")
+        if row["failures"] or row["unmatched"] or row["unmeasured"]:
+            print(f"N={row['sessions']}: of {row['exchanges']} exchanges {row['unmeasured']} without a caller-heard "
+                  f"latency (the VAD found no answer onset or end of speech), {row['unmatched']} without the "
+                  f"emulator's stamp; failures: {row['failures']}")
     if args.json_path:
         Path(args.json_path).write_text(json.dumps({"rows": rows, "options": options}, indent=2))
     return 0 if all(r["failed"] == 0 and r["measured"] > 0 for r in rows) else 4
