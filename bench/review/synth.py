@@ -5,10 +5,11 @@
 by content hash so a rerun synthesizes nothing it already has:
 
 - ``espeak-ng`` (default, offline) is ``bench.audio.speech.SpeechSynthesizer``;
-- ``elevenlabs`` (live) calls the official ``elevenlabs`` SDK (``text_to_speech.convert``, ``pcm_24000``) with the
-  key from ``ELEVENLABS_API_KEY``. Asking for it without the key is a configuration error (exit 2) naming the
-  variable; nothing falls back to espeak-ng. ``ELEVENLABS_VOICE_ID`` and ``ELEVENLABS_TTS_MODEL`` choose voice and
-  model; ``ELEVENLABS_BASE_URL`` points the SDK at another endpoint (used by the tests' local fake).
+- ``elevenlabs`` (live) calls the official ``elevenlabs`` SDK (``bench.audio.elevenlabs``: ``text_to_speech.stream``,
+  ``pcm_24000``) with the key from ``ELEVENLABS_API_KEY``. Asking for it without the key is a configuration error
+  (exit 2) naming the variable; nothing falls back to espeak-ng. ``ELEVENLABS_VOICE_ID`` and
+  ``ELEVENLABS_TTS_MODEL`` choose voice and model; ``ELEVENLABS_BASE_URL`` points the SDK at another endpoint
+  (used by the tests' local fake).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import wave
 from pathlib import Path
 from typing import Protocol
 
+from bench.audio.elevenlabs import make_client, synthesize_pcm
 from bench.audio.pcm import CANONICAL_RATE
 from bench.audio.speech import DEFAULT_CACHE, VOICES, SpeechSynthesizer
-from bench.errors import ConfigError, ExecutionFailure, MissingExtra
-from bench.protocol.redact import redact, register_secret
+from bench.errors import ConfigError
 
 ENGINES = ("espeak-ng", "elevenlabs")
 #: a premade ElevenLabs voice that speaks all four golden languages with the multilingual model
@@ -57,15 +58,10 @@ class ElevenLabsSynthesizer:
 
     def __init__(self, api_key: str, cache_dir: Path | None = None, *, voice_id: str | None = None,
                  model_id: str | None = None, base_url: str | None = None):
-        try:
-            from elevenlabs.client import ElevenLabs
-        except ImportError:
-            raise MissingExtra("review speech (elevenlabs)", "elevenlabs", "elevenlabs") from None
-        register_secret(api_key)
+        self._client = make_client(api_key, base_url=base_url)
         self.cache_dir = cache_dir or DEFAULT_CACHE
         self.voice_id = voice_id or DEFAULT_ELEVENLABS_VOICE
         self.model_id = model_id or DEFAULT_ELEVENLABS_MODEL
-        self._client = ElevenLabs(api_key=api_key, base_url=base_url) if base_url else ElevenLabs(api_key=api_key)
         self.synthesized = 0
         self.cached = 0
 
@@ -80,21 +76,14 @@ class ElevenLabsSynthesizer:
         if path.exists():
             self.cached += 1
             return path.read_bytes()
-        try:
-            chunks = self._client.text_to_speech.convert(
-                self.voice_id, text=text, model_id=self.model_id, language_code=language,
-                output_format=f"pcm_{CANONICAL_RATE}", seed=0)
-            pcm = b"".join(chunks)
-        except Exception as exc:  # the SDK's API and transport errors; the key never reaches the message
-            raise ExecutionFailure(f"ElevenLabs text to speech failed: {redact(str(exc))[:300]}") from None
-        if not pcm:
-            raise ExecutionFailure("ElevenLabs text to speech returned no audio")
+        pcm = synthesize_pcm(self._client, self.voice_id, text, model_id=self.model_id, language_code=language,
+                             output_format=f"pcm_{CANONICAL_RATE}", seed=0)
         self.cache_dir.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(pcm[: len(pcm) // 2 * 2])
+        tmp.write_bytes(pcm)
         tmp.replace(path)
         self.synthesized += 1
-        return pcm[: len(pcm) // 2 * 2]
+        return pcm
 
 
 def make_synthesizer(engine: str = "espeak-ng", cache_dir: Path | None = None) -> Synthesizer:

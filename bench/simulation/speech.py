@@ -39,10 +39,11 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from bench.audio.elevenlabs import make_client, synthesize_pcm
 from bench.audio.pcm import CANONICAL_RATE, resample_pcm16
 from bench.audio.speech import DEFAULT_CACHE, VOICES
 from bench.errors import ConfigError, ExecutionFailure
-from bench.protocol.redact import redact, register_secret
+from bench.protocol.redact import register_secret
 
 if TYPE_CHECKING:  # config imports this module's settings model; only the annotations need config's types
     from bench.simulation.config import Environment, Persona, Script
@@ -257,10 +258,8 @@ class ElevenLabsSpeech:
     def client(self) -> Any:
         with self._lock:
             if self._client is None:
-                from elevenlabs.client import ElevenLabs
-
-                self._client = ElevenLabs(api_key=self._key, base_url=self.settings.base_url,
-                                          timeout=self.settings.timeout_s)
+                self._client = make_client(self._key, base_url=self.settings.base_url,
+                                           timeout_s=self.settings.timeout_s)
             return self._client
 
     def synthesize(self, text: str, voice: Voice) -> bytes:
@@ -275,37 +274,16 @@ class ElevenLabsSpeech:
         return _lead_in() + _gain(pcm, voice.amplitude)
 
     def _request(self, text: str, voice: Voice) -> bytes:
-        from elevenlabs import VoiceSettings
-        from elevenlabs.core.api_error import ApiError
-
         s = self.settings
         voice_id = elevenlabs_voice_id(voice, s)
         if voice_id is None:
             raise ConfigError(f"speech_provider elevenlabs: no ElevenLabs voice id for voice {voice.name!r}; set "
                               f"the persona's speech.voice or elevenlabs.voice_id")
-        extra: dict[str, Any] = {} if s.seed is None else {"seed": s.seed}
         try:
-            chunks = self.client().text_to_speech.stream(
-                voice_id, text=text, model_id=s.model_id, output_format=s.output_format,
-                voice_settings=VoiceSettings(speed=self.speed(voice)), **extra)
-            raw = b"".join(chunks)
-        except ApiError as exc:
-            raise SpeechFailure(redact(f"ElevenLabs text-to-speech failed: HTTP {exc.status_code}: "
-                                       f"{_body_text(exc.body)}")) from None
-        except Exception as exc:  # transport errors (httpx), a broken stream
-            raise SpeechFailure(redact(f"ElevenLabs text-to-speech failed: {type(exc).__name__}: {exc}")) from None
-        if not raw:
-            raise SpeechFailure(f"ElevenLabs text-to-speech returned no audio for voice {voice_id}")
-        rate = int(s.output_format.split("_", 1)[1])
-        return resample_pcm16(raw[: len(raw) // 2 * 2], rate, CANONICAL_RATE)
-
-
-def _body_text(body: Any) -> str:
-    """An error body's message, short (ElevenLabs: ``{"detail": {"status", "message"}}``)."""
-    if isinstance(body, dict) and isinstance(body.get("detail"), dict):
-        detail = body["detail"]
-        return f"{detail.get('status', '')}: {detail.get('message', '')}"[:300]
-    return str(body)[:300]
+            return synthesize_pcm(self.client(), voice_id, text, model_id=s.model_id, output_format=s.output_format,
+                                  speed=self.speed(voice), seed=s.seed)
+        except ExecutionFailure as exc:
+            raise SpeechFailure(str(exc)) from None
 
 
 def _gain(pcm: bytes, amplitude: int) -> bytes:

@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +32,7 @@ from bench.errors import ConfigError
 from bench.scoring import score_turn
 from bench.store import ConversationRecord, Store
 from bench.store.writer import PendingArtifact
+from tests.engine.worker_kill import start_killer
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "datasets" / "voice_golden_expanded.json"
@@ -174,20 +174,8 @@ async def test_worker_killed_mid_conversation_is_retried_and_recorded_once(ray_c
                                                             "victim": victim.phone_question,
                                                             "doomed": doomed.phone_question}})
     config = RunConfig(dataset=str(GOLDEN), systems=[system])
-    killed: list[int] = []
-
-    def killer() -> None:  # the test kills the worker that is in the middle of the victim's conversation
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            text = (tmp_path / "pid").read_text(encoding="utf-8") if (tmp_path / "pid").exists() else ""
-            if text.strip():
-                killed.append(int(text))
-                os.kill(int(text), signal.SIGKILL)
-                return
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
+    # the test kills the worker that is in the middle of the victim's conversation
+    thread, killed = start_killer(tmp_path)
     store = Store(tmp_path / "s.sqlite")
     executor = make_executor("ray", prefetch=0)  # only the conversation being killed is on a worker at a time
     outcome = await run_benchmark(config, golden, store, progress=False, executor=executor)

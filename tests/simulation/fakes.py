@@ -102,3 +102,17 @@ def booking_scenario(scenario_id: str) -> str:
             settings: {{database: "${{VOICE_BENCH_HOSPITAL_DB}}"}}
     """)
 
+
+#: a two-turn scenario and script: the caller asks for the visiting hours, then says goodbye
+VISITING_HOURS_SCENARIO = """
+id: visiting-hours
+knowledge: [Visiting hours are from two in the afternoon to eight in the evening every day.]
+conversation: {max_turns: 2, completion_intents: []}
+"""
+VISITING_HOURS_SCRIPT = """
+opening: When are the visiting hours?
+turns:
+  - response: Thank you, goodbye.
+    keywords: [visit]
+    final: true
+"""

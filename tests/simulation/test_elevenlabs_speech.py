@@ -28,6 +28,8 @@ from bench.simulation.speech import (
     elevenlabs_problems,
 )
 from tests.simulation.conftest import run_cli
+from tests.simulation.fakes import VISITING_HOURS_SCENARIO as SCENARIO
+from tests.simulation.fakes import VISITING_HOURS_SCRIPT as SCRIPT
 
 VOICE_ID = "EmuVoice0123456789ab"  # the shape of an ElevenLabs voice id (20 letters and digits)
 KEY = "EmulatedTtsKey0123456789"
@@ -179,18 +181,6 @@ endpoint:
   emulator:
     latency: {first_token_median_ms: 50, first_token_sigma: 0, first_audio_extra_ms: 20, audio_pacing: 0}
     vad: {endpointing_silence_ms: 200, response_delay_ms: 50}
-"""
-SCENARIO = """
-id: visiting-hours
-knowledge: [Visiting hours are from two in the afternoon to eight in the evening every day.]
-conversation: {max_turns: 2, completion_intents: []}
-"""
-SCRIPT = """
-opening: When are the visiting hours?
-turns:
-  - response: Thank you, goodbye.
-    keywords: [visit]
-    final: true
 """
 
 

@@ -23,6 +23,8 @@ from bench.simulation.config import Environment, TransientEvent
 from bench.simulation.mixer import EnvironmentMixer, whole_frames
 from bench.simulation.speech import ToneSpeech, Voice
 from tests.simulation.conftest import load_json, run_cli
+from tests.simulation.fakes import VISITING_HOURS_SCENARIO as SCENARIO
+from tests.simulation.fakes import VISITING_HOURS_SCRIPT as SCRIPT
 
 NOISE = Path(__file__).resolve().parents[2] / "datasets" / "simulation" / "noise"
 FRAME = frame_bytes(20.0, CANONICAL_RATE)
@@ -172,18 +174,6 @@ endpoint:
   emulator:
     latency: {{first_token_median_ms: 100, first_token_sigma: 0, first_audio_extra_ms: 40, audio_pacing: 1.0}}
     vad: {{endpointing_silence_ms: 300, response_delay_ms: 100, threshold_dbfs: -32}}
-"""
-SCENARIO = """
-id: visiting-hours
-knowledge: [Visiting hours are from two in the afternoon to eight in the evening every day.]
-conversation: {max_turns: 2, completion_intents: []}
-"""
-SCRIPT = """
-opening: When are the visiting hours?
-turns:
-  - response: Thank you, goodbye.
-    keywords: [visit]
-    final: true
 """
 ENVIRONMENT = """
 id: office

@@ -16,7 +16,6 @@ import pickle
 import signal
 import sqlite3
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import pytest
 
 from bench.simulation.runner import RunOptions, SimulationRun
 from bench.simulation.suite import load_suite
+from tests.engine.worker_kill import start_killer
 from tests.simulation.conftest import edit_yaml, load_json, run_cli
 
 CANARY = "canary-SECRET-5b1e07d4"
@@ -186,20 +186,8 @@ def test_worker_killed_mid_trial_is_retried_once_and_recorded_once(ray_cluster, 
         answerer="tests.simulation.test_simulate_executors:KillSwitchAgent",
         answerer_options={"directory": str(tmp_path), "victim": ".t002.", "doomed": ".t003.",
                           "database": "${VOICE_BENCH_PLANNER_DB:-}"}))
-    killed: list[int] = []
-
-    def killer() -> None:  # the test kills the worker that is in the middle of the victim's conversation
-        deadline = time.monotonic() + 240
-        while time.monotonic() < deadline:
-            text = (tmp_path / "pid").read_text(encoding="utf-8") if (tmp_path / "pid").exists() else ""
-            if text.strip():
-                killed.append(int(text))
-                os.kill(int(text), signal.SIGKILL)
-                return
-            time.sleep(0.05)
-
-    thread = threading.Thread(target=killer, daemon=True)
-    thread.start()
+    # the test kills the worker that is in the middle of the victim's conversation
+    thread, killed = start_killer(tmp_path)
     artifacts = tmp_path / "out"
     # one trial on a worker at a time: only the conversation being killed is lost with its worker
     simulation = SimulationRun(load_suite(planning), RunOptions(
