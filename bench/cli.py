@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bench.cli_types import number_in
 from bench.config import DEFAULT_CONFIG, PROJECT_ROOT, RunConfig, load_config
 from bench.dataset import GoldenSet, validate_files
 from bench.engine.clock import quiet_gc
@@ -31,19 +32,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _int_range(option: str, low: int, high: int):
+def _int_range(option: str, low: int, high: int):  # noqa: ANN202
     """An argparse type: an integer in [low, high], else exit 2 naming the option."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} takes a whole number, not {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{option} must be between {low} and {high}, not {value}")
-        return value
-
-    return parse
+    return number_in(option, int, low, high)
 
 
 def _resolve(path: str) -> Path:

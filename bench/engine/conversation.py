@@ -268,3 +268,21 @@ def fold(exchange: Exchange, late: list[Stamped] = ()) -> dict[str, Any]:
         vendor_latency_ms=vendor_latency, tool_calls=tool_calls, timeline=timeline,
         **usage,
     )
+
+
+def event_rows(stamps: list[Stamped], origin: float) -> list[dict[str, Any]]:
+    """The stamped events of an exchange as plain rows — ``seq``, ``t_ms`` (from ``origin``), ``type``,
+    ``response_id``, ``detail`` (audio as its byte count and rate, not its samples) — for the store and bundles."""
+    rows = []
+    for item in stamps:
+        event = item.event
+        if isinstance(event, AudioDelta):
+            detail: dict[str, Any] = {"bytes": len(event.pcm16), "sample_rate": event.sample_rate}
+        elif isinstance(event, TextDelta):
+            detail = {"text": event.text}
+        else:
+            detail = event.model_dump(mode="json", exclude={"type", "seq", "response_id"})
+        rows.append({"seq": event.seq, "t_ms": round((item.t - origin) * 1000.0, 3), "type": event.type,
+                     "response_id": event.response_id, "detail": detail})
+    return rows
+

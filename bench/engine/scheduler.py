@@ -27,13 +27,13 @@ from bench.audio.recorder import DuplexRecorder
 from bench.config import RunConfig, SystemConfig
 from bench.dataset import GoldenEntry, GoldenSet
 from bench.engine.clock import EventTap, Stamped, now
-from bench.engine.conversation import Exchange, audio_exchange, fold, hang_up, text_exchange
+from bench.engine.conversation import Exchange, audio_exchange, event_rows, fold, hang_up, text_exchange
 from bench.engine.executors import Executor, LocalExecutor
 from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
 from bench.engine.registry import create_adapter
 from bench.errors import ConfigError
-from bench.protocol import AdapterError, AudioDelta, ErrorCode, TextDelta
+from bench.protocol import AdapterError, AudioDelta, ErrorCode
 from bench.protocol.redact import redact
 from bench.records import TurnRecord
 from bench.store import ConversationRecord, RunInfo, Store, StoreWriter, SystemInfo
@@ -158,18 +158,7 @@ def system_info(system: SystemConfig, adapter: Any) -> SystemInfo:
 
 
 def _stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:
-    events = []
-    for item in stamps:
-        event = item.event
-        if isinstance(event, AudioDelta):
-            detail: dict[str, Any] = {"bytes": len(event.pcm16), "sample_rate": event.sample_rate}
-        elif isinstance(event, TextDelta):
-            detail = {"text": event.text}
-        else:
-            detail = event.model_dump(mode="json", exclude={"type", "seq", "response_id"})
-        events.append(StoredEvent(seq=event.seq, t_ms=round((item.t - origin) * 1000.0, 3), type=event.type,
-                                  response_id=event.response_id, detail=detail))
-    return events
+    return [StoredEvent(**row) for row in event_rows(stamps, origin)]
 
 
 class _Attempt:

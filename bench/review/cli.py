@@ -11,6 +11,7 @@ import contextlib
 import sys
 from pathlib import Path
 
+from bench.cli_types import number_in
 from bench.config import PROJECT_ROOT
 from bench.errors import EXIT_OK, ConfigError
 from bench.store import Store
@@ -23,22 +24,6 @@ def _store(args: argparse.Namespace) -> Store:
     if not path.exists():
         raise ConfigError(f"{path}: no run store here yet; run `voice-bench run` first or pass --store")
     return Store(path)
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--repeat-share takes a number between 0 and 1, not {text!r}") from None
-    if not 0 <= value <= 0.5:
-        raise argparse.ArgumentTypeError(f"--repeat-share must be between 0 and 0.5, not {value}")
-    return value
-
-
-def _port(text: str) -> int:
-    if not text.isdigit() or int(text) > 65535:
-        raise argparse.ArgumentTypeError(f"--port takes a port number 0-65535, not {text!r}")
-    return int(text)
 
 
 def _prepared(store: Store, args: argparse.Namespace, run_ref: str):
@@ -140,12 +125,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _concurrency(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 64:
-        raise argparse.ArgumentTypeError(f"--concurrency takes a number 1-64, not {text!r}")
-    return int(text)
-
-
 def cmd_judge(args: argparse.Namespace) -> int:
     import asyncio
 
@@ -225,7 +204,7 @@ def add_review_parser(sub: argparse._SubParsersAction) -> None:
                                  "ELEVENLABS_API_KEY)")
 
     def queueing(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--repeat-share", type=_share, default=0.1,
+        parser.add_argument("--repeat-share", type=number_in("--repeat-share", float, 0, 0.5), default=0.1,
                             help="share of clips shown twice to measure self-consistency (default 0.1)")
         parser.add_argument("--seed", type=int, default=0, help="seed of the blinded order (with the reviewer name)")
 
@@ -238,7 +217,7 @@ def add_review_parser(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--run", default="latest")
     serve.add_argument("--language", help="review only this language (nl, en, fr, it)")
     serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=_port, default=8766)
+    serve.add_argument("--port", type=number_in("--port", int, 0, 65535), default=8766)
     common(serve, False)
     synthesis(serve)
     queueing(serve)
@@ -268,7 +247,8 @@ def add_review_parser(sub: argparse._SubParsersAction) -> None:
     judge.add_argument("--provider", help="which provider of --judge-config (default quality_evaluation.provider)")
     judge.add_argument("--language", help="only clips in this language")
     judge.add_argument("--rescore", action="store_true", help="judge clips this judge has scored before again")
-    judge.add_argument("--concurrency", type=_concurrency, default=4, help="judge calls at once (default 4)")
+    judge.add_argument("--concurrency", type=number_in("--concurrency", int, 1, 64), default=4,
+                       help="judge calls at once (default 4)")
     synthesis(judge)
     judge.set_defaults(func=cmd_judge)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.protocol import AudioDelta, TextDelta, ToolCall, ToolResult
+from bench.protocol import ToolCall, ToolResult
 from bench.protocol.redact import redact, redact_value
 
 BUNDLE_FILES = (
@@ -104,21 +104,6 @@ def tool_calls(turns: list[Any]) -> list[dict[str, Any]]:
             elif isinstance(event, ToolResult) and event.call_id in by_id:
                 by_id[event.call_id]["result"] = event.output
     return calls
-
-
-def raw_events(stamps: list[Any], origin: float) -> list[dict[str, Any]]:
-    rows = []
-    for item in stamps:
-        event = item.event
-        if isinstance(event, AudioDelta):
-            detail: dict[str, Any] = {"bytes": len(event.pcm16), "sample_rate": event.sample_rate}
-        elif isinstance(event, TextDelta):
-            detail = {"text": event.text}
-        else:
-            detail = event.model_dump(mode="json", exclude={"type", "seq", "response_id"})
-        rows.append({"seq": event.seq, "t_ms": round((item.t - origin) * 1000.0, 3), "type": event.type,
-                     "response_id": event.response_id, "detail": detail})
-    return rows
 
 
 def audio_tracks(recorder: Any) -> dict[str, bytes]:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench.cli_types import number_in
 from bench.errors import EXIT_OK, ConfigError
 
 EXIT_NAMES = {0: "passed", 2: "configuration error", 3: "quality gate failed", 4: "execution failure"}
@@ -32,17 +33,6 @@ def _run_path(text: str) -> Path:
     return path
 
 
-def _positive(option: str, cast: Any, low: float, high: float):  # noqa: ANN202
-    def parse(text: str) -> Any:
-        try:
-            value = cast(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} takes a number, not {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{option} must be between {low:g} and {high:g}, not {value}")
-        return value
-
-    return parse
 
 
 def _artifacts_dir(args: argparse.Namespace, suite: Any) -> Path:
@@ -144,14 +134,14 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
 
     run = commands.add_parser("run", help="run the simulation matrix and write artifact bundles")
     run.add_argument("run_file")
-    run.add_argument("--trials", type=_positive("--trials", int, 1, 100), help="trials per cell (1-100)")
+    run.add_argument("--trials", type=number_in("--trials", int, 1, 100), help="trials per cell (1-100)")
     run.add_argument("--artifacts-dir", help="where bundles go (default: the run file's artifacts_dir)")
     run.add_argument("--tags", help="only scenarios with any of these comma-separated tags")
     run.add_argument("--systems", help="only these comma-separated endpoint ids")
-    run.add_argument("--parallel", type=_positive("--parallel", int, 1, 256), default=1,
+    run.add_argument("--parallel", type=number_in("--parallel", int, 1, 256), default=1,
                      help="conversations at once (each system also keeps to its own concurrency)")
     run.add_argument("--no-audio", action="store_true", help="text turns only; no WAVs")
-    run.add_argument("--max-cost-usd", type=_positive("--max-cost-usd", float, 0, 1e9),
+    run.add_argument("--max-cost-usd", type=number_in("--max-cost-usd", float, 0, 1e9),
                      help="stop starting conversations before the estimated spend would pass this")
     switch = run.add_mutually_exclusive_group()
     switch.add_argument("--naturalness", dest="naturalness", action="store_const", const=True, default=None,

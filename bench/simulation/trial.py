@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.config import SystemConfig
+from bench.engine.conversation import event_rows
 from bench.engine.executors.base import Launcher
 from bench.engine.launch import LaunchedSystem, launch
 from bench.engine.registry import REGISTRY, create_adapter
@@ -437,7 +438,7 @@ class TrialRunner:
             out.append(("transcript.md", text_bytes(files.transcript_markdown(
                 f"{cell.scenario.id} — {unit.system_id} — trial {unit.trial + 1}", entries))))
             out.append(("tool-calls.json", json_bytes(files.tool_calls(attempt.turns))))
-            out.append(("raw-endpoint-events.json", json_bytes(files.raw_events(attempt.stamps, attempt.origin))))
+            out.append(("raw-endpoint-events.json", json_bytes(event_rows(attempt.stamps, attempt.origin))))
             out.append(("voice-events.jsonl", text_bytes(attempt.log.jsonl())))
             out.append(("voice-metrics.json", json_bytes(outcome.metrics)))
             audio_bytes: dict[str, int] = {}
@@ -496,7 +497,7 @@ class TrialRunner:
                 turns.append(TurnRecord(entry_id=f"{cell.id}#{turn.index:03d}", status="succeeded",
                                         attempts=outcome.attempts, turn_index=turn.index, input_mode=mode,
                                         started_at=turn.started_utc, **key, **fields))
-            for row in files.raw_events(attempt.stamps, attempt.origin):
+            for row in event_rows(attempt.stamps, attempt.origin):
                 events.append(StoredEvent(seq=row["seq"], t_ms=row["t_ms"], type=row["type"],
                                           response_id=row["response_id"], detail=row["detail"]))
         else:

@@ -139,3 +139,17 @@ class SystemStartError(Exception):
 
     def __str__(self) -> str:
         return self.message
+
+
+async def close_systems(launched: dict[str, Any]) -> None:
+    """Close every launched system; a failure is a warning on stderr (closing must not hide recorded results)."""
+    import sys
+
+    from bench.protocol.redact import redact
+
+    for system_id, system in launched.items():
+        try:
+            await system.close()
+        except Exception as exc:
+            print(f"warning: closing {system_id} failed: {redact(str(exc))}", file=sys.stderr)
+

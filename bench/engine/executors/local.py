@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.config import SystemConfig
-from bench.engine.executors.base import ConversationUnit, Executor, KeepGoing, Launcher, OnResult
+from bench.engine.executors.base import ConversationUnit, Executor, KeepGoing, Launcher, OnResult, close_systems
 
 
 class LocalExecutor(Executor):
@@ -64,13 +64,5 @@ class LocalExecutor(Executor):
                                for _ in range(min(s.concurrency, len(pending[s.id])))))
 
     async def close(self) -> None:
-        import sys
-
-        from bench.protocol.redact import redact
-
         launched, self.launched = self.launched, {}
-        for system_id, system in launched.items():
-            try:
-                await system.close()
-            except Exception as exc:  # closing must not hide the recorded results
-                print(f"warning: closing {system_id} failed: {redact(str(exc))}", file=sys.stderr)
+        await close_systems(launched)

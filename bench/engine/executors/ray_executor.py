@@ -58,6 +58,7 @@ from bench.engine.executors.base import (
     OnResult,
     SystemStartError,
     artifact_bytes,
+    close_systems,
     describe_exception,
     pending_artifacts,
 )
@@ -244,11 +245,7 @@ class ConversationWorker:
 
     async def close(self) -> None:
         launched, self.launched = self.launched, {}
-        for system_id, system in launched.items():
-            try:
-                await system.close()
-            except Exception as exc:  # closing must not hide the recorded results
-                print(f"warning: closing {system_id} failed: {redact(str(exc))}", file=sys.stderr)
+        await close_systems(launched)
 
 
 @dataclass
