@@ -1,15 +1,17 @@
 """The in-house stack as a system under test: any orchestrator (``async query(request, user_id, tenant_id)``,
-``bench.orchestrator``) loaded by dotted path, run in process (mode ``local``, no endpoint).
+``bench.orchestrator``) loaded by dotted path (mode ``local``, no endpoint).
 
-Isolation: the orchestrator runs on its own event loop in its own (daemon) thread, one per adapter
-(``OrchestratorLoop``), never on the engine's loop. A stack that blocks (``time.sleep`` inside ``async def``, a
-synchronous client) therefore stalls only itself: the engine's loop keeps stamping other systems' events, the
-idle and turn timeouts still fire (the turn is recorded failed with its reason) and the run finishes; closing
-the adapter does not wait for a thread that is still blocked. Tokens cross to the engine's loop in bursts (one
-wake-up per burst, ``_Bridge``), where they are emitted and stamped like a vendor socket's frames; tokens that
-arrive in one burst become one text delta (they would carry the same stamp anyway). A CPU-bound
-pure-Python stack still shares the interpreter lock: it slows the engine's loop by at most the interpreter's
-switch interval per wake-up instead of freezing it.
+Isolation: an orchestrator named in the run config runs in its own process (``adapters.inhouse.process``, one per
+adapter, built when the adapter is created, so a stack that cannot be built is exit 2 before the run), never on
+the engine's loop or under its interpreter lock. A stack that blocks (``time.sleep`` inside ``async def``, a
+synchronous client) or spins the CPU therefore stalls only itself: the engine's loop keeps stamping other
+systems' events, the idle and turn timeouts still fire (the turn is recorded failed with its reason), the run
+finishes, and closing the adapter stops the process by its PID. An orchestrator *object* handed to
+``InhouseAdapter`` (the programmatic API, the generic RAG baseline) runs on its own event loop in its own daemon
+thread instead (``OrchestratorLoop``): blocking is contained the same way, but a CPU-bound pure-Python stack
+shares the interpreter lock with the engine. Either way the answers reach the engine's loop in bursts and are
+emitted there at once, stamped like a vendor socket's frames (``_Reply``); tokens that arrive in one burst become
+one text delta (they would carry the same stamp anyway).
 
 One ``InhouseSession`` per conversation keeps the conversation so far (``spec.history`` first, then every user
 turn and the answer to it) and passes it to the orchestrator as ``QueryRequest.history`` with each new question.
@@ -36,17 +38,19 @@ Options (unknown keys are refused): ``orchestrator`` (dotted path, default the r
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import threading
 import weakref
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.inhouse.process import ANSWERED, DONE, FAILED, TOKEN, OrchestratorProcess, OrchestratorRaised
 from adapters.options import parse_options, require_local
 from bench.config import SystemConfig
-from bench.orchestrator import Orchestrator, QueryRequest, QueryResponse, load_system_orchestrator
+from bench.orchestrator import Orchestrator, QueryRequest
 from bench.protocol import (
     AdapterError,
     Capabilities,
@@ -90,11 +94,12 @@ class InhouseOptions(BaseModel):
 class InhouseSession(StreamingSession):
     """One conversation with the orchestrator; the history lives here, not in the orchestrator."""
 
-    def __init__(self, orchestrator: Orchestrator, spec: SessionSpec, capabilities: Capabilities = CAPABILITIES,
-                 speech_input: SpeechInput | None = None, runner: OrchestratorLoop | None = None):
+    def __init__(self, orchestrator: Orchestrator | None, spec: SessionSpec, capabilities: Capabilities = CAPABILITIES,
+                 speech_input: SpeechInput | None = None,
+                 runner: OrchestratorLoop | OrchestratorProcess | None = None):
         super().__init__(capabilities)
         self.orchestrator = orchestrator
-        #: the orchestrator's own loop (a session made on its own gets a loop of its own)
+        #: the orchestrator's own loop (a session made on its own gets a loop of its own) or process
         self.runner = runner if runner is not None else _own_loop(self, spec.conversation_id)
         self.spec = spec
         self.speech_input = speech_input
@@ -102,13 +107,15 @@ class InhouseSession(StreamingSession):
         self._script = list(spec.caller_script)
         #: the conversation so far as the orchestrator receives it (``{"role", "content"}``)
         self.history: list[dict[str, str]] = [{"role": m.role, "content": m.text} for m in spec.history]
-        self._one_at_a_time = asyncio.Lock()
+        #: user turns not yet asked (one response at a time): (response id, text, whether to announce it)
+        self._waiting: collections.deque[tuple[str, str, bool]] = collections.deque()
+        self._current: _Reply | None = None
         self.emit(SessionReady(vendor_session_id=spec.conversation_id))
 
     async def send_text(self, text: str) -> None:
         if self.ended:
             raise AdapterError("the session has ended", code=ErrorCode.BAD_REQUEST, retryable=False)
-        self.spawn(self._respond(self.new_response_id(), text), name=f"inhouse-{self.spec.conversation_id}")
+        self._ask(self.new_response_id(), text, announce=True)
 
     async def push_audio(self, frame: bytes) -> None:
         if self.speech_input is None:
@@ -129,7 +136,7 @@ class InhouseSession(StreamingSession):
                                    code=ErrorCode.UNSUPPORTED, retryable=False)
             words = self._script.pop(0)
             self.emit(Transcript(role="user", text=words))
-            self.spawn(self._respond(self.new_response_id(), words, announce=False))
+            self._ask(self.new_response_id(), words, announce=False)
 
     async def end_input(self) -> None:
         """Nothing to commit: the front end's endpointer decides when the caller has finished."""
@@ -138,101 +145,187 @@ class InhouseSession(StreamingSession):
         """Oracle transcript of the next speech segment, for callers whose words are chosen turn by turn."""
         self._script.append(text)
 
-    async def _respond(self, response_id: str, text: str, announce: bool = True) -> None:
-        async with self._one_at_a_time:
-            request = QueryRequest(question=text, language=self.spec.language,
-                                   conversation_id=self.spec.conversation_id, history=list(self.history))
-            if announce:
-                self.emit(UserTurnSent(response_id=response_id))
-            try:
-                response = await self._stream(request, response_id)
-            except AdapterError as exc:
-                raise AdapterError(redact(str(exc)), code=exc.code, retryable=exc.retryable,
-                                   retry_after_s=exc.retry_after_s, vendor_code=exc.vendor_code) from None
-            except Exception as exc:  # a bug in the stack under test fails this conversation, not the run
-                raise AdapterError(redact(f"orchestrator raised {type(exc).__name__}: {exc}"),
-                                   code=ErrorCode.INTERNAL, retryable=False) from None
-            self.history += [{"role": "user", "content": text}, {"role": "assistant", "content": response.answer}]
-            self.emit(ResponseDone(
-                response_id=response_id,
-                conversational_intent=response.conversational_intent,
-                target_language=response.target_language,
-                self_reported_compliant=response.voice_shape_compliant,
-                retrieved_context=list(response.retrieved_context),
-                final_text=response.answer,
-            ))
+    async def close_connection(self) -> None:
+        """Hang up: a response still running is cancelled where it runs, the turns not yet asked are dropped."""
+        self._waiting.clear()
+        current, self._current = self._current, None
+        if current is not None:
+            current.abandon()
 
-    async def _stream(self, request: QueryRequest, response_id: str) -> QueryResponse:
-        """Ask the orchestrator (on its own loop) and emit its tokens here; a silence longer than the idle limit is
-        a stall, timed on this loop, so it fires even when the orchestrator's loop is blocked."""
-        idle = self.spec.idle_timeout_s
-        bridge = _Bridge(self.runner.courier(asyncio.get_running_loop()), idle)
-        produced = self.runner.submit(_produce(self.orchestrator, request, self.spec, bridge))
+    # -- responses, one at a time ----------------------------------------------------------------------------
+    def _ask(self, response_id: str, text: str, announce: bool) -> None:
+        self._waiting.append((response_id, text, announce))
+        if self._current is None:
+            self._next()
+
+    def _next(self) -> None:
+        """Ask the next waiting turn now, in the caller's loop turn (asking is sending the user turn)."""
+        if not self._waiting or self.ended or self._closed:
+            return
+        response_id, text, announce = self._waiting.popleft()
+        request = QueryRequest(question=text, language=self.spec.language, conversation_id=self.spec.conversation_id,
+                               history=list(self.history))
+        if announce:
+            self.emit(UserTurnSent(response_id=response_id))
+        reply = self._current = _Reply(self, response_id, text, asyncio.get_running_loop(), self.spec.idle_timeout_s)
+        handle = self.runner.ask(self.orchestrator, request, self.spec, reply)
+        if not reply.settled:
+            reply.handle = handle
+
+    def _answered(self, reply: _Reply, response: Any) -> None:
+        """``response``: the orchestrator's ``QueryResponse`` (or, from its own process, the same fields)."""
+        if reply is not self._current:
+            return
+        self._current = None
+        self.history += [{"role": "user", "content": reply.text}, {"role": "assistant", "content": response.answer}]
+        self.emit(ResponseDone(
+            response_id=reply.response_id,
+            conversational_intent=response.conversational_intent,
+            target_language=response.target_language,
+            self_reported_compliant=response.voice_shape_compliant,
+            retrieved_context=list(response.retrieved_context),
+            final_text=response.answer,
+        ))
+        self._next()
+
+    def _failed(self, reply: _Reply, exc: BaseException) -> None:
+        if reply is not self._current:
+            return
+        self._current = None
+        self._waiting.clear()
+        if isinstance(exc, AdapterError):
+            error = AdapterError(redact(str(exc)), code=exc.code, retryable=exc.retryable,
+                                 retry_after_s=exc.retry_after_s, vendor_code=exc.vendor_code)
+        elif isinstance(exc, OrchestratorRaised):  # raised in the orchestrator's own process
+            error = AdapterError(redact(f"orchestrator raised {exc.type_name}: {exc}"), code=ErrorCode.INTERNAL,
+                                 retryable=False)
+        else:  # a bug in the stack under test fails this conversation, not the run
+            error = AdapterError(redact(f"orchestrator raised {type(exc).__name__}: {exc}"), code=ErrorCode.INTERNAL,
+                                 retryable=False)
+        self.fail(error)
+
+
+class _Reply:
+    """One response in flight, on the engine's loop: the orchestrator's items arrive here in bursts (``deliver``,
+    from the process's pipe reader or the thread's courier) and are emitted at once — stamped like a vendor
+    socket's frames, with no task in between; tokens that arrived together are one text delta (they would carry
+    the same stamp anyway). Silence longer than the idle limit is a stall, timed on this loop (one timer, moved
+    on only when it fires early), so it fires even when the orchestrator is blocked."""
+
+    __slots__ = ("session", "response_id", "text", "loop", "handle", "settled", "items", "flagged", "_idle_s",
+                 "_last", "_timer")
+
+    def __init__(self, session: InhouseSession, response_id: str, text: str, loop: asyncio.AbstractEventLoop,
+                 idle_s: float):
+        self.session = session
+        self.response_id = response_id
+        self.text = text
+        self.loop = loop
+        #: what cancels the query where it runs (set once it is asked)
+        self.handle: Any = None
+        #: its last item (done or failed) arrived, or it was abandoned: nothing more is emitted
+        self.settled = False
+        #: items waiting in a thread's courier, and whether the courier has this reply in its next delivery
+        self.items: list[tuple[str, Any]] = []
+        self.flagged = False
+        self._idle_s = idle_s
+        self._last = loop.time()
+        self._timer: asyncio.TimerHandle | None = loop.call_at(self._last + idle_s, self._check_idle)
+
+    def deliver(self, items: list[tuple[str, Any]]) -> None:
+        """Items that arrived together (on the engine's loop)."""
+        if self.settled:
+            return
+        self._last = self.loop.time()
+        session = self.session
+        text: list[str] = []
         try:
-            while True:
-                items = await bridge.batch()
-                text: list[str] = []  # tokens that arrived together are one delta: they share one stamp
-                for kind, value in items:
-                    if kind == _TOKEN:
-                        if value:
-                            text.append(value)
-                        continue
-                    if text:
-                        self.emit(TextDelta(response_id=response_id, text="".join(text)))
-                        text = []
-                    if kind == _DONE:
-                        return value
-                    if kind == _FAILED:
-                        raise value
+            for kind, value in items:
+                if kind == TOKEN:
+                    if value:
+                        text.append(value)
+                    continue
                 if text:
-                    self.emit(TextDelta(response_id=response_id, text="".join(text)))
-        except TimeoutError:
-            if not bridge.stalled:
-                raise
-            raise AdapterError(f"the orchestrator sent nothing for {idle:g} s", code=ErrorCode.STALLED) from None
-        finally:
-            bridge.close()
-            if not bridge.settled:
-                produced.cancel()  # reaches the orchestrator's loop whenever it is free again
+                    session.emit(TextDelta(response_id=self.response_id, text="".join(text)))
+                    text = []
+                if kind == DONE:
+                    self._settle()
+                    session._answered(self, value)
+                    return
+                if kind == FAILED:
+                    self._settle()
+                    session._failed(self, value)
+                    return
+            if text:
+                session.emit(TextDelta(response_id=self.response_id, text="".join(text)))
+        except Exception as exc:  # noqa: BLE001 - ends this conversation, never the reader that delivered
+            self.abandon()
+            session.fail(exc)
+
+    def abandon(self) -> None:
+        """Stop listening and cancel the query where it runs (whenever that is free again)."""
+        if self.settled:
+            return
+        self._settle()
+        if self.handle is not None:
+            self.handle.cancel()
+
+    def _settle(self) -> None:
+        self.settled = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check_idle(self) -> None:
+        if self.settled:
+            return
+        now = self.loop.time()
+        if now >= self._last + self._idle_s:
+            self._timer = None
+            self.abandon()
+            self.session._failed(self, AdapterError(f"the orchestrator sent nothing for {self._idle_s:g} s",
+                                                    code=ErrorCode.STALLED))
+            return
+        self._timer = self.loop.call_at(self._last + self._idle_s, self._check_idle)
 
 
-_TOKEN, _ANSWERED, _DONE, _FAILED = "token", "answered", "done", "failed"
 #: how long a stopping orchestrator loop lets its cancelled tasks clean up
 CANCEL_WAIT_S = 1.0
 
 
-async def _produce(orchestrator: Orchestrator, request: QueryRequest, spec: SessionSpec, bridge: _Bridge) -> None:
-    """Runs on the orchestrator's loop: the query and its token stream, every item handed to ``bridge``."""
+async def _produce(orchestrator: Orchestrator, request: QueryRequest, spec: SessionSpec,
+                   post: Callable[[tuple[str, Any]], None]) -> None:
+    """Runs on the orchestrator's loop: the query and its token stream, every item handed to ``post``."""
     try:
         response = await orchestrator.query(request, spec.user_id, spec.tenant_id)
-        bridge.put(_ANSWERED, None)
+        post((ANSWERED, None))
         async for token in response.tokens():
-            bridge.put(_TOKEN, token)
-        bridge.put(_DONE, response)
+            post((TOKEN, token))
+        post((DONE, response))
     except asyncio.CancelledError:
         raise
     except BaseException as exc:  # handed to the engine's loop, which fails the conversation with it
-        bridge.put(_FAILED, exc)
+        post((FAILED, exc))
 
 
 class _Courier:
     """Carries items from the orchestrator's thread to the engine's loop for every response at once: the
-    responses that got news since the last delivery are woken together, one thread-safe call per burst (the
+    responses that got news since the last delivery get them together, one thread-safe call per burst (the
     orchestrator's loop typically finishes many queries in one turn)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
         self.lock = threading.Lock()
-        self._ready: list[_Bridge] = []
+        self._ready: list[_Reply] = []
         self._scheduled = False
 
-    def post(self, bridge: _Bridge, item: tuple[str, Any]) -> None:  # from any thread
+    def post(self, reply: _Reply, item: tuple[str, Any]) -> None:  # from any thread
         with self.lock:
-            bridge.items.append(item)
-            if bridge.flagged:
+            reply.items.append(item)
+            if reply.flagged:
                 return
-            bridge.flagged = True
-            self._ready.append(bridge)
+            reply.flagged = True
+            self._ready.append(reply)
             if self._scheduled:
                 return
             self._scheduled = True
@@ -242,71 +335,13 @@ class _Courier:
     def _deliver(self) -> None:  # on the engine's loop
         with self.lock:
             ready, self._ready, self._scheduled = self._ready, [], False
-            for bridge in ready:
-                bridge.flagged = False
-        for bridge in ready:
-            bridge.wake()
-
-
-class _Bridge:
-    """Items from the orchestrator's thread to one response on the engine's loop: ``put`` from any thread,
-    ``batch`` on the engine's loop returns everything that arrived since the last call (one wake-up per burst) and
-    raises ``TimeoutError`` (``stalled``) after ``idle_s`` without any — one timer per response, moved on only
-    when it fires early."""
-
-    __slots__ = ("courier", "items", "flagged", "settled", "stalled", "_idle_s", "_last", "_waiter", "_timer")
-
-    def __init__(self, courier: _Courier, idle_s: float):
-        self.courier = courier
-        self.items: list[tuple[str, Any]] = []
-        #: waiting in the courier's delivery
-        self.flagged = False
-        #: the response's last item (done or failed) arrived: nothing left to cancel
-        self.settled = False
-        self.stalled = False
-        self._idle_s = idle_s
-        self._last = courier.loop.time()
-        self._waiter: asyncio.Future[None] | None = None
-        self._timer: asyncio.TimerHandle | None = courier.loop.call_at(self._last + idle_s, self._check_idle)
-
-    def put(self, kind: str, value: Any) -> None:
-        self.courier.post(self, (kind, value))
-
-    def wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def _check_idle(self) -> None:
-        loop = self.courier.loop
-        waiting = self._waiter is not None and not self._waiter.done()
-        if waiting and loop.time() >= self._last + self._idle_s:
-            self._timer = None
-            self.stalled = True
-            self._waiter.set_exception(TimeoutError())  # type: ignore[union-attr]
-            return
-        # news since the timer was set: the limit runs from the latest batch (or from now, while one is handed in)
-        self._timer = loop.call_at((self._last if waiting else loop.time()) + self._idle_s, self._check_idle)
-
-    async def batch(self) -> list[tuple[str, Any]]:
-        while True:
-            with self.courier.lock:
-                if self.items:
-                    items, self.items = self.items, []
-                    break
-            self._waiter = self.courier.loop.create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        self._last = self.courier.loop.time()
-        if items[-1][0] in (_DONE, _FAILED):
-            self.settled = True
-        return items
-
-    def close(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+            batches = []
+            for reply in ready:
+                reply.flagged = False
+                batches.append((reply, reply.items))
+                reply.items = []
+        for reply, items in batches:
+            reply.deliver(items)
 
 
 class OrchestratorLoop:
@@ -354,7 +389,7 @@ class OrchestratorLoop:
 
     def submit(self, coroutine: Coroutine[Any, Any, Any]) -> _Submitted:
         """Run ``coroutine`` on the orchestrator's loop (no result is handed back: the coroutine reports through
-        its ``_Bridge``). Submissions made while the orchestrator's loop has not yet taken the previous ones go
+        its ``post``). Submissions made while the orchestrator's loop has not yet taken the previous ones go
         with them: one thread-safe call per burst."""
         inbox = self._inbox
         if inbox is None or inbox.loop.is_closed():
@@ -364,6 +399,11 @@ class OrchestratorLoop:
         submitted = _Submitted(inbox.loop, coroutine)
         inbox.put(submitted)
         return submitted
+
+    def ask(self, orchestrator: Orchestrator, request: QueryRequest, spec: SessionSpec, reply: _Reply) -> _Submitted:
+        """Run one query on this orchestrator's loop; its items go to ``reply`` on the engine's loop."""
+        courier = self.courier(reply.loop)
+        return self.submit(_produce(orchestrator, request, spec, lambda item: courier.post(reply, item)))
 
     def courier(self, loop: asyncio.AbstractEventLoop) -> _Courier:
         """The courier that carries this orchestrator's results to ``loop`` (one per engine loop)."""
@@ -477,12 +517,18 @@ def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
 
 
 class InhouseAdapter:
-    """``SystemUnderTest`` for an in-process orchestrator (also used by ``generic_rag``)."""
+    """``SystemUnderTest`` for an in-house orchestrator (also used by ``generic_rag``): an orchestrator object runs
+    on its own loop and thread of this process (``OrchestratorLoop``); one built from the run config runs in its
+    own process (``runner``, an ``OrchestratorProcess``)."""
 
-    def __init__(self, system_id: str, orchestrator: Orchestrator, mode: Literal["local"] = "local", *,
-                 capabilities: Capabilities = CAPABILITIES, speech_input: SpeechInput | None = None):
+    def __init__(self, system_id: str, orchestrator: Orchestrator | None = None, mode: Literal["local"] = "local", *,
+                 capabilities: Capabilities = CAPABILITIES, speech_input: SpeechInput | None = None,
+                 runner: OrchestratorProcess | None = None):
+        if (orchestrator is None) == (runner is None):
+            raise ValueError("give an orchestrator object or the process that runs one, not both")
         self.system_id = system_id
         self.mode = mode
+        #: the orchestrator object (``None`` when it lives in its own process)
         self.orchestrator = orchestrator
         self.speech_input = speech_input
         self.capabilities = (capabilities.model_copy(update={"audio_input": True, "server_vad": True})
@@ -490,21 +536,28 @@ class InhouseAdapter:
         #: how the row was obtained, recorded with the run
         self.notes = ([f"audio input: TEN VAD endpointing ({speech_input.endpointing_silence_ms:g} ms) and an oracle "
                        "transcript; speech recognition is not measured"] if speech_input is not None else [])
-        #: the orchestrator's own event loop and thread (started by ``start`` or the first session)
-        self.runner = OrchestratorLoop(system_id)
+        #: where the orchestrator runs: its own process, or its own event loop and thread here (started by
+        #: ``start`` or the first session)
+        self.runner: OrchestratorProcess | OrchestratorLoop = runner if runner is not None else \
+            OrchestratorLoop(system_id)
         weakref.finalize(self, self.runner.stop_nowait)
 
     async def start(self) -> None:
-        """Start the orchestrator's own loop and thread."""
-        self.runner.start()
+        """Start the orchestrator's process (again, after ``close``) or its own loop and thread."""
+        if isinstance(self.runner, OrchestratorProcess):
+            await self.runner.start()
+        else:
+            self.runner.start()
 
     async def close(self) -> None:
-        """Stop the orchestrator's loop; a stack still blocked after ``OrchestratorLoop.STOP_WAIT_S`` is left to
-        finish on its daemon thread (the run does not wait for it)."""
+        """Stop the orchestrator: its process ends (terminated by its PID after ``STOP_WAIT_S`` when blocked), or
+        its loop stops (a stack still blocked after ``OrchestratorLoop.STOP_WAIT_S`` is left to finish on its
+        daemon thread; the run does not wait for it)."""
         await self.runner.stop()
 
     async def open_session(self, spec: SessionSpec) -> InhouseSession:
-        return InhouseSession(self.orchestrator, spec, self.capabilities, self.speech_input, runner=self.runner)
+        return InhouseSession(self.orchestrator, spec, self.capabilities, self.speech_input,  # type: ignore[arg-type]
+                              runner=self.runner)
 
 
 def _own_loop(session: InhouseSession, name: str) -> OrchestratorLoop:
@@ -514,9 +567,10 @@ def _own_loop(session: InhouseSession, name: str) -> OrchestratorLoop:
 
 
 def create(system: SystemConfig) -> InhouseAdapter:
+    """The orchestrator is built now, in its own process: a path, an option or a constructor that fails is an
+    ``OrchestratorError`` (exit 2) before any conversation starts."""
     require_local(system, "inhouse")
     options = parse_options(system, InhouseOptions)
-    orchestrator = load_system_orchestrator(system.id, options.orchestrator, options.orchestrator_options)
-    return InhouseAdapter(system.id, orchestrator,
-                          speech_input=options.speech_input)
-
+    runner = OrchestratorProcess(system.id, options.orchestrator, options.orchestrator_options)
+    runner.start_sync()
+    return InhouseAdapter(system.id, runner=runner, speech_input=options.speech_input)

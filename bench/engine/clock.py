@@ -191,6 +191,12 @@ class _Settler:
 _SETTLERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Settler] = weakref.WeakKeyDictionary()
 
 
+def settling(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether finished watches are still waiting to be resolved on ``loop``."""
+    settler = _SETTLERS.get(loop)
+    return settler is not None and bool(settler._queue)
+
+
 def _settler(loop: asyncio.AbstractEventLoop) -> _Settler:
     settler = _SETTLERS.get(loop)
     if settler is None:

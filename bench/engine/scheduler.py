@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import secrets
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -74,6 +76,11 @@ class GoldenUnit:
         """The executor contract (``bench.engine.executors``): run this conversation, return record + artifacts."""
         return await run_golden_conversation(launched, self, shared)
 
+    async def converse(self, launched: LaunchedSystem,
+                       shared: RunContext) -> Callable[[], tuple[ConversationRecord, list[PendingArtifact]]]:
+        """``run`` in two steps: the conversation now, its record when the returned callable is called."""
+        return await converse_golden(launched, self, shared)
+
     def failed(self, shared: RunContext, code: str, reason: str) -> ConversationRecord:
         """The record of this conversation when it could not run at all (its system did not start, its worker
         was lost)."""
@@ -109,7 +116,12 @@ def new_run_id() -> str:
 
 
 def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds")
+    return _iso(time.time())
+
+
+def _iso(posix: float) -> str:
+    """A POSIX time as the store's ISO 8601 UTC text, to the millisecond."""
+    return datetime.fromtimestamp(posix, UTC).isoformat(timespec="milliseconds")
 
 
 def required_capabilities(input_mode: str) -> list[str]:
@@ -228,8 +240,17 @@ def _retryable(exc: BaseException) -> bool:
 async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
                                   ctx: RunContext) -> tuple[ConversationRecord, list[PendingArtifact]]:
     """Run one golden conversation with retries; always returns a record (succeeded or failed)."""
+    return (await converse_golden(launched, unit, ctx))()
+
+
+async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
+                          ctx: RunContext) -> Callable[[], tuple[ConversationRecord, list[PendingArtifact]]]:
+    """The timed part of one golden conversation (every attempt, retries and their backoff); returns what builds
+    its record, which never raises for a failed conversation. Building the record (folding the events, the turn,
+    its stored events) is left to the caller: it may run after the next conversation has started, off the path
+    that decides when that one starts."""
     system = launched.config
-    started_at = _now_iso()
+    started_at = time.time()
     attempts = 0
     last: _Attempt | None = None
     failure: tuple[str, str] | None = None
@@ -261,29 +282,36 @@ async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
         failure = (str(exc.code), f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
     except Exception as exc:  # an adapter bug must not lose the conversation or the run
         failure = (str(ErrorCode.INTERNAL), f"unexpected {type(exc).__name__}: {exc}")
-    key = dict(run_id=ctx.run_id, system_id=system.id, entry_id=unit.entry.id, trial=unit.trial,
-               conversation_id=unit.conversation_id, input_mode=ctx.input_mode, started_at=started_at,
-               shared_context=ctx.context.get(unit.entry.id, []))
-    artifacts: list[PendingArtifact] = []
-    if failure is None and exchange is not None:
-        turn = TurnRecord(status="succeeded", attempts=attempts, **key, **{
-            k: v for k, v in fold(exchange, late).items() if k != "input_mode"})
-        if last is not None and last.recorder is not None:
-            artifacts.append(PendingArtifact("audio", last.recorder.wav, "audio/wav"))
-        answer_audio = [item.event for item in exchange.stamps if isinstance(item.event, AudioDelta)]
-        if answer_audio:
-            artifacts.append(PendingArtifact("answer_audio", lambda: agent_audio_wav(answer_audio), "audio/wav"))
-    else:
-        code, reason = failure or (str(ErrorCode.INTERNAL), "no outcome")
-        turn = TurnRecord(status="failed", failure_code=code, failure_reason=redact(reason),
-                          attempts=max(attempts, 1), **key)
-    record = ConversationRecord(
-        run_id=ctx.run_id, system_id=system.id, conversation_id=unit.conversation_id, trial=unit.trial,
-        status=turn.status, attempts=turn.attempts, failure_code=turn.failure_code,
-        failure_reason=turn.failure_reason, started_at=started_at, finished_at=_now_iso(), turns=[turn],
-        events=_stored_events(last.stamps if last else [], last.origin if last else 0.0),
-    )
-    return record, artifacts
+    finished_at = time.time()
+
+    def record() -> tuple[ConversationRecord, list[PendingArtifact]]:
+        started = _iso(started_at)
+        key = dict(run_id=ctx.run_id, system_id=system.id, entry_id=unit.entry.id, trial=unit.trial,
+                   conversation_id=unit.conversation_id, input_mode=ctx.input_mode, started_at=started,
+                   shared_context=ctx.context.get(unit.entry.id, []))
+        artifacts: list[PendingArtifact] = []
+        if failure is None and exchange is not None:
+            turn = TurnRecord(status="succeeded", attempts=attempts, **key, **{
+                k: v for k, v in fold(exchange, late).items() if k != "input_mode"})
+            if last is not None and last.recorder is not None:
+                artifacts.append(PendingArtifact("audio", last.recorder.wav, "audio/wav"))
+            answer_audio = [item.event for item in exchange.stamps if isinstance(item.event, AudioDelta)]
+            if answer_audio:
+                artifacts.append(PendingArtifact("answer_audio", lambda: agent_audio_wav(answer_audio),
+                                                 "audio/wav"))
+        else:
+            code, reason = failure or (str(ErrorCode.INTERNAL), "no outcome")
+            turn = TurnRecord(status="failed", failure_code=code, failure_reason=redact(reason),
+                              attempts=max(attempts, 1), **key)
+        conversation = ConversationRecord(
+            run_id=ctx.run_id, system_id=system.id, conversation_id=unit.conversation_id, trial=unit.trial,
+            status=turn.status, attempts=turn.attempts, failure_code=turn.failure_code,
+            failure_reason=turn.failure_reason, started_at=started, finished_at=_iso(finished_at), turns=[turn],
+            events=_stored_events(last.stamps if last else [], last.origin if last else 0.0),
+        )
+        return conversation, artifacts
+
+    return record
 
 
 def agent_audio_wav(chunks: list[AudioDelta]) -> bytes:
@@ -389,6 +417,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
         # a store file is written by the writer's own process: redaction, JSON and SQLite off this interpreter's lock
         writer = StoreWriter(store, reports_dir, on_written=written, process=True)
         try:
+            await asyncio.to_thread(writer.wait_ready)  # its start-up must not share the CPU with conversations
             for system_id, exc in (await executor.start()).items():
                 # a system that cannot start fails each of its conversations, each recorded
                 reason = redact(f"system failed to start: {describe_exception(exc)}")

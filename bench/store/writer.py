@@ -82,14 +82,28 @@ class StoreWriter:
         self._settled = threading.Condition()
         self._child: subprocess.Popen[bytes] | None = None
         self._acks: threading.Thread | None = None
+        #: the child answered for the first time (its store is open), or it could not start
+        self._ready = threading.Event()
+        if not self.process:
+            self._ready.set()
         target = self._send if self.process else self._run
         self._thread = threading.Thread(target=target, name="store-writer", daemon=True)
         self._thread.start()
 
     def submit(self, record: ConversationRecord, artifacts: list[PendingArtifact] | None = None) -> None:
-        self._queue.put((record, artifacts or []))
+        """Queue ``record``. For the child process a record without artifacts is serialized here, by the caller:
+        the JSON is work under this interpreter's lock wherever it is done, and done here it runs when the caller
+        chooses (the scheduler: after the next conversation has started) instead of whenever the writer's thread
+        gets the lock."""
+        data = None
+        if self.process and not artifacts:
+            try:
+                data = _record_json(record).encode("utf-8")
+            except Exception:  # noqa: BLE001 - left to the writer's thread, which keeps the error
+                data = None
+        self._queue.put((record, artifacts or [], data))
 
-    def _batch(self) -> tuple[list[tuple[ConversationRecord, list[PendingArtifact]]], int, bool]:
+    def _batch(self) -> tuple[list[tuple[ConversationRecord, list[PendingArtifact], bytes | None]], int, bool]:
         """The next batch from the queue: (work, items taken, whether it ends with the stop mark)."""
         batch = [self._queue.get()]
         while len(batch) < MAX_BATCH:  # everything that finished meanwhile: one transaction for all of it
@@ -106,7 +120,7 @@ class StoreWriter:
             work, taken, stop = self._batch()
             try:
                 if work:
-                    self._write(work)
+                    self._write([(record, artifacts) for record, artifacts, _data in work])
             except BaseException as exc:  # noqa: BLE001 - kept and re-raised on the caller's thread
                 self._keep(exc)
             finally:
@@ -130,13 +144,14 @@ class StoreWriter:
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
 
     def _send(self) -> None:
+        from bench.framing import write_frame
         from bench.protocol.redact import known_secrets
-        from bench.store.writer_process import write_frame
 
         try:
             self._child = self._start_child()
         except BaseException as exc:  # noqa: BLE001 - no child: nothing can be recorded
             self._keep(exc)
+            self._ready.set()
             self._drain_unrecorded()
             return
         self._acks = threading.Thread(target=self._receive, name="store-writer-acks", daemon=True)
@@ -148,16 +163,18 @@ class StoreWriter:
                 work, taken, stop = self._batch()
                 try:
                     items: list[tuple[int, bytes]] = []
-                    for record, artifacts in work:
-                        try:
-                            record = self._with_artifacts(record, artifacts)
-                        except BaseException as exc:  # noqa: BLE001 - this record is not recorded; kept
-                            self._keep(exc)
-                            continue
+                    for record, artifacts, data in work:
+                        if data is None:
+                            try:
+                                record = self._with_artifacts(record, artifacts)
+                                data = _record_json(record).encode("utf-8")
+                            except BaseException as exc:  # noqa: BLE001 - this record is not recorded; kept
+                                self._keep(exc)
+                                continue
                         number = next(numbers)
                         with self._settled:
                             self._pending[number] = record
-                        items.append((number, _record_json(record).encode("utf-8")))
+                        items.append((number, data))
                     if items:
                         secrets = tuple(sorted(known_secrets()))
                         write_frame(fd, pickle.dumps((secrets if secrets != sent_secrets else None, items)))
@@ -175,12 +192,13 @@ class StoreWriter:
             self._child.stdin.close()  # the child commits what it has and exits
 
     def _receive(self) -> None:
-        from bench.store.writer_process import FrameReader
+        from bench.framing import FrameReader
 
         assert self._child is not None and self._child.stdout is not None
         reader = FrameReader(self._child.stdout.fileno())
         try:
             while (frame := reader.read()) is not None:
+                self._ready.set()
                 committed, error = pickle.loads(frame)
                 if error is not None:
                     self._keep(error)
@@ -193,8 +211,15 @@ class StoreWriter:
         except BaseException as exc:  # noqa: BLE001
             self._keep(exc)
         finally:
+            self._ready.set()
             with self._settled:
                 self._settled.notify_all()
+
+    def wait_ready(self, timeout_s: float = 30.0) -> bool:
+        """Wait until the child process has started and opened the store (at once for the thread). Its start-up
+        is CPU work: done before the first conversation, it does not slow the first conversations of the run.
+        False when it took longer (the run goes on; records queue meanwhile)."""
+        return self._ready.wait(timeout_s)
 
     def _drain_unrecorded(self) -> None:
         while True:

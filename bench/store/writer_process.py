@@ -4,8 +4,9 @@ interpreter lock, on the machine's other core.
 Run as ``python -m bench.store.writer_process STORE_PATH``. It reads framed batches on stdin — each a pickle of
 ``(credentials or None, [(seq, conversation JSON), ...])`` from the harness's own ``StoreWriter`` — commits each
 batch (and whatever else has already arrived) in one transaction, as the writer thread does, and answers on stdout
-with ``(committed seqs, error or None)``. The harness's known credentials come with the batches (whenever they
-changed), so its redactor here knows every value the run resolved. At the end of its input (the run closed the
+with ``(committed seqs, error or None)`` — the first answer, empty, as soon as the store is open (the harness
+waits for it before the first conversation). The harness's known credentials come with the batches (whenever
+they changed), so its redactor here knows every value the run resolved. At the end of its input (the run closed the
 writer, or the harness was killed) it commits what it has received whole and exits: a batch cut short is dropped,
 never half-recorded.
 """
@@ -14,53 +15,10 @@ from __future__ import annotations
 
 import os
 import pickle
-import select
 import signal
-import struct
 import sys
 
-_HEADER = struct.Struct(">I")
-
-
-class FrameReader:
-    """Length-prefixed frames from a file descriptor (``None`` at the end of the input or a frame cut short)."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.buffer = bytearray()
-
-    def _fill(self, size: int) -> bool:
-        while len(self.buffer) < size:
-            chunk = os.read(self.fd, max(65536, size - len(self.buffer)))
-            if not chunk:
-                return False
-            self.buffer += chunk
-        return True
-
-    def read(self) -> bytes | None:
-        if not self._fill(_HEADER.size):
-            return None
-        (length,) = _HEADER.unpack_from(self.buffer)
-        if not self._fill(_HEADER.size + length):
-            return None
-        frame = bytes(self.buffer[_HEADER.size:_HEADER.size + length])
-        del self.buffer[:_HEADER.size + length]
-        return frame
-
-    def ready(self) -> bool:
-        """Whether a read would not wait (something buffered, or the descriptor is readable)."""
-        if len(self.buffer) >= _HEADER.size:
-            return True
-        readable, _, _ = select.select([self.fd], [], [], 0)
-        return bool(readable)
-
-
-def write_frame(fd: int, payload: bytes) -> None:
-    data = _HEADER.pack(len(payload)) + payload
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+from bench.framing import FrameReader, write_frame
 
 
 def _picklable(exc: BaseException) -> BaseException:
@@ -90,6 +48,7 @@ def main(argv: list[str]) -> int:
     out = os.dup(sys.stdout.fileno())  # the answers' own descriptor: anything printed goes to stderr
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     store = Store(argv[0])
+    write_frame(out, pickle.dumps(([], None)))  # ready: an answer that commits nothing (``StoreWriter.wait_ready``)
     reader = FrameReader(sys.stdin.fileno())
     try:
         while (frame := reader.read()) is not None:

@@ -5,6 +5,7 @@ the orchestrator behind the OpenAI-compatible protocol (history per call, redact
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 
 import httpx
@@ -213,12 +214,23 @@ def test_options_are_validated_and_the_mode_is_local(tmp_path):
         create(SystemConfig(id="inhouse", adapter="inhouse", mode="emulated"))
     assert "'local'" in str(caught.value)
     adapter = create(SystemConfig(id="inhouse", adapter="inhouse", options={
-        "orchestrator": "adapters.inhouse.reference:ReferenceVoiceStack",
-        "orchestrator_options": {"max_sentences": 2}}))
-    assert adapter.orchestrator.max_sentences == 2
-    assert adapter.capabilities.multi_turn and adapter.capabilities.audio_input  # the speech front end, by default
+        "orchestrator": "tests.hardening.orchestrators:PickyOrchestrator",
+        "orchestrator_options": {"model": "large"}}))
+    try:
+        # the orchestrator was built in its own process, with the options
+        assert adapter.orchestrator is None and adapter.runner.pid not in (None, os.getpid())
+        events = asyncio.run(_one_turn(adapter, "Hello?"))
+        assert events[-1].final_text == "large says hello."
+        assert adapter.capabilities.multi_turn and adapter.capabilities.audio_input  # the speech front end
+    finally:
+        adapter.runner.stop_nowait()
     text_only = create(SystemConfig(id="inhouse", adapter="inhouse", options={"speech_input": None}))
+    text_only.runner.stop_nowait()
     assert not text_only.capabilities.audio_input and not text_only.notes
+
+
+async def _one_turn(adapter, text: str) -> list:
+    return [e async for e in run_turn(adapter, spec(), text)]
 
 
 async def test_sessions_are_independent():

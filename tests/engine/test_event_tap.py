@@ -147,6 +147,7 @@ def test_writer_process_records_everything_with_artifacts_and_the_runs_credentia
     writer = StoreWriter(store, tmp_path / "reports", on_written=lambda r: written.append(r.conversation_id),
                          process=True)
     assert writer.process
+    assert writer.wait_ready(60) and written == []  # started and its store open: nothing recorded by that
     register_secret("Proc-canary-5150-xyzzy")  # resolved after the writer started: the child still knows it
     many = [good[0].model_copy(update={"conversation_id": f"C-{i:03d}"}, deep=True) for i in range(300)]
     for record in many:
@@ -184,7 +185,7 @@ def test_a_store_in_memory_is_written_by_a_thread():
     from bench.store import Store, StoreWriter
 
     writer = StoreWriter(Store(":memory:"), process=True)
-    assert not writer.process
+    assert not writer.process and writer.wait_ready(0)
     writer.close()
 
 

@@ -41,9 +41,10 @@ GOLDEN = ROOT / "datasets" / "voice_golden_expanded.json"
 class KillSwitchOrchestrator:
     """The reference stack, except for two questions (used by the worker-kill test, built inside Ray workers).
 
-    ``victim``: the first time it is asked, this process's PID goes to ``<directory>/pid`` and the answer never
-    comes (the test kills the process); asked again, it is answered. ``doomed``: while ``<directory>/armed`` exists,
-    asking it kills this process at once, every time."""
+    It runs in its own process under the Ray worker that runs the conversations (``adapters.inhouse.process``), so
+    "the worker" is this process's parent. ``victim``: the first time it is asked, the worker's PID goes to
+    ``<directory>/pid`` and the answer never comes (the test kills the worker); asked again, it is answered.
+    ``doomed``: while ``<directory>/armed`` exists, asking it kills the worker at once, every time."""
 
     def __init__(self, directory: str, victim: str, doomed: str):
         from adapters.inhouse.reference import ReferenceVoiceStack
@@ -52,9 +53,10 @@ class KillSwitchOrchestrator:
         self.directory, self.victim, self.doomed = Path(directory), victim, doomed
 
     async def query(self, request, user_id: str, tenant_id: str):
+        worker = os.getppid()
         if request.question == self.victim:
             scratch = self.directory / f"pid.{os.getpid()}"
-            scratch.write_text(str(os.getpid()), encoding="utf-8")
+            scratch.write_text(str(worker), encoding="utf-8")
             try:
                 os.link(scratch, self.directory / "pid")  # only the first ask wins
             except FileExistsError:
@@ -62,7 +64,7 @@ class KillSwitchOrchestrator:
             else:
                 await asyncio.sleep(600)
         if request.question == self.doomed and (self.directory / "armed").exists():
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(worker, signal.SIGKILL)
         return await self.stack.query(request, user_id, tenant_id)
 
 

@@ -2,39 +2,52 @@
 
 from __future__ import annotations
 
-import threading
+import json
 import time
 
 from bench.orchestrator import QueryRequest, QueryResponse
 
 
+def _trace(path: str | None, event: str) -> None:
+    """One JSON line (event, monotonic time) — these run in the orchestrator's own process when loaded by path."""
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(json.dumps({"event": event, "t": time.monotonic()}) + "\n")
+
+
+def traced(path) -> list[dict]:
+    try:
+        with open(path, encoding="utf-8") as lines:
+            return [json.loads(line) for line in lines if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
 class SleepingOrchestrator:
     """Blocks its own event loop: ``time.sleep`` inside ``async def`` (a synchronous client in an async stack)."""
 
-    def __init__(self, sleep_s: float = 10.0):
+    def __init__(self, sleep_s: float = 10.0, trace: str | None = None):
         self.sleep_s = sleep_s
-        self.lock = threading.Lock()
-        #: (monotonic time the call began, monotonic time the sleep ended or None)
-        self.calls: list[list[float | None]] = []
+        self.trace = trace
 
     async def query(self, request: QueryRequest, user_id: str, tenant_id: str) -> QueryResponse:
-        call: list[float | None] = [time.monotonic(), None]
-        with self.lock:
-            self.calls.append(call)
+        _trace(self.trace, "call")
         time.sleep(self.sleep_s)  # noqa: ASYNC251 - the point of this orchestrator
-        call[1] = time.monotonic()
+        _trace(self.trace, "woke")
         return QueryResponse(answer="This answer comes far too late.", conversational_intent="answered")
 
 
 class SpinningOrchestrator:
-    """CPU-bound pure Python for ``spin_s`` on its first call (holds the interpreter lock), prompt afterwards."""
+    """CPU-bound pure Python for ``spin_s`` on its first call, prompt afterwards."""
 
-    def __init__(self, spin_s: float = 4.0):
+    def __init__(self, spin_s: float = 4.0, trace: str | None = None):
         self.spin_s = spin_s
+        self.trace = trace
         self.first_call: list[float] = []
 
     async def query(self, request: QueryRequest, user_id: str, tenant_id: str) -> QueryResponse:
         if not self.first_call:
+            _trace(self.trace, "call")
             started = time.monotonic()
             self.first_call += [started, started + self.spin_s]
             total = 0

@@ -1,6 +1,7 @@
-"""Isolation of the system under test (issue 9, item 5): the in-house orchestrator runs on its own event loop in
-its own thread, so a stack that blocks (``time.sleep`` inside ``async def``) or spins the CPU neither hangs the
-run nor holds up another system of the same run; its turns are recorded failed with the reason.
+"""Isolation of the system under test (issue 9, item 5): the in-house orchestrator runs in its own process (with
+its own event loop), so a stack that blocks (``time.sleep`` inside ``async def``) or spins the CPU neither hangs
+the run nor holds up another system of the same run; its turns are recorded failed with the reason, and closing
+the run stops its process.
 
 No timing thresholds: the assertions are about order (the other system finished before the blocked stack woke
 up; the run finished before it) and about what was recorded.
@@ -15,6 +16,7 @@ from datetime import datetime
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.engine.scheduler import build_adapters, run_benchmark
 from bench.store import Store
+from tests.hardening.orchestrators import traced
 
 STEADY = "tests.fakes.orchestrator:MemoryOrchestrator"
 
@@ -50,9 +52,11 @@ async def _run(tmp_path, golden, config: RunConfig):
 
 async def test_a_blocking_orchestrator_fails_its_turns_and_holds_up_nothing_else(tmp_path, golden):
     golden = golden.model_copy(update={"entries": golden.entries[:3]})
-    config = _config(golden, "tests.hardening.orchestrators:SleepingOrchestrator", {"sleep_s": 10})
+    trace = tmp_path / "trace.jsonl"
+    config = _config(golden, "tests.hardening.orchestrators:SleepingOrchestrator",
+                     {"sleep_s": 10, "trace": str(trace)})
     adapters, outcome, turns, run, finished = await _run(tmp_path, golden, config)
-    sleeper = adapters["blocking"].orchestrator
+    calls = [line["t"] for line in traced(trace) if line["event"] == "call"]
 
     # the run finished and recorded every conversation of both systems
     assert outcome.recorded == 6 and len(turns) == 6 and run.status == "completed_with_failures"
@@ -65,25 +69,26 @@ async def test_a_blocking_orchestrator_fails_its_turns_and_holds_up_nothing_else
         assert steady.status == "succeeded" and steady.answer == f"You said: {entry.phone_question}"
         assert steady.ttft_ms is not None and steady.completion_ms is not None
 
-    # the stack really was blocked: its first call was still asleep when the run had finished
-    first_call, woke = sleeper.calls[0]
-    wake_time = first_call + sleeper.sleep_s
-    assert woke is None or woke >= wake_time - 0.01
+    # the stack really was blocked: its first call was still asleep when the run had finished (and never woke:
+    # closing the run stopped its process)
+    wake_time = calls[0] + 10
     assert finished < wake_time, "the run waited for the blocked orchestrator"
+    assert not [line for line in traced(trace) if line["event"] == "woke"]
     # ... and the other system's conversations all finished while it slept
     assert max(_monotonic(t.started_at) + t.completion_ms / 1000.0
                for (system, _), t in turns.items() if system == "steady") < wake_time
     # its later conversations never reached the blocked loop in time: each failed on the engine's clock
-    assert len(sleeper.calls) <= 3
+    assert len(calls) <= 3
 
 
 async def test_a_cpu_bound_orchestrator_does_not_freeze_the_run(tmp_path, golden):
     golden = golden.model_copy(update={"entries": golden.entries[:3]})
-    config = _config(golden, "tests.hardening.orchestrators:SpinningOrchestrator", {"spin_s": 4})
+    trace = tmp_path / "trace.jsonl"
+    config = _config(golden, "tests.hardening.orchestrators:SpinningOrchestrator", {"spin_s": 4, "trace": str(trace)})
     adapters, outcome, turns, run, finished = await _run(tmp_path, golden, config)
-    spinner = adapters["blocking"].orchestrator
-    assert outcome.recorded == 6 and spinner.first_call
-    spin_end = spinner.first_call[1]
+    calls = [line["t"] for line in traced(trace) if line["event"] == "call"]
+    assert outcome.recorded == 6 and calls
+    spin_end = calls[0] + 4
     first = turns[("blocking", golden.entries[0].id)]
     assert first.status == "failed" and first.failure_code in ("stalled", "timeout")
     steady = [t for (system, _), t in turns.items() if system == "steady"]
