@@ -4,8 +4,9 @@
 It reads ``Hello`` on stdin, builds the orchestrator (``bench.orchestrator.load_orchestrator``: the same checks,
 the same errors, answered as ``StartFailed``), answers ``Ready`` and then serves ``Ask``/``Cancel`` messages on its
 own event loop: each query is a task; its items (``adapters.inhouse.wire``) are written back on the answer
-descriptor, everything produced in one loop turn in one frame. Stdin is read on a thread of its own, so the pipe
-keeps draining while a stack blocks this loop. The end of stdin (the harness closed it, or died) cancels what is
+descriptor, what one loop turn produced in a frame or a few. Stdin is read on this loop too (one thread: no
+interpreter-lock hand-overs); while a stack blocks the loop, the harness keeps what it could not write yet (its
+writes never block). The end of stdin (the harness closed it, or died) cancels what is
 running and ends the process. Anything the stack prints goes to stderr; stdout is the answers' alone.
 """
 
@@ -16,7 +17,6 @@ import contextlib
 import os
 import signal
 import sys
-import threading
 from typing import Any
 
 from adapters.inhouse.wire import (
@@ -35,7 +35,7 @@ from adapters.inhouse.wire import (
     StartFailed,
     Tokens,
 )
-from bench.framing import FrameReader, write_frame
+from bench.framing import FrameBuffer, FrameReader, write_frame
 from bench.protocol.errors import AdapterError
 from bench.protocol.redact import redact, register_secret
 
@@ -136,14 +136,26 @@ async def serve(orchestrator: Any, reader: FrameReader, out: int) -> None:
             running[message.id] = task
             task.add_done_callback(lambda _t, query_id=message.id: running.pop(query_id, None))
 
-    def read() -> None:  # its own thread: the pipe drains even while a stack blocks the loop
-        try:
-            while (frame := reader.read()) is not None:
-                loop.call_soon_threadsafe(take, TO_WORKER.validate_json(frame))
-        finally:
-            loop.call_soon_threadsafe(ended.set)
+    fd, frames = reader.fd, FrameBuffer()
+    os.set_blocking(fd, False)
 
-    threading.Thread(target=read, name="orchestrator-inbox", daemon=True).start()
+    def readable() -> None:
+        try:
+            data = os.read(fd, 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:  # the harness closed its end (or died)
+            loop.remove_reader(fd)
+            ended.set()
+            return
+        for frame in frames.feed(data):
+            take(TO_WORKER.validate_json(frame))
+
+    for frame in frames.feed(bytes(reader.buffer)):  # what came with the hello, if anything
+        take(TO_WORKER.validate_json(frame))
+    loop.add_reader(fd, readable)
     await ended.wait()
     tasks = list(running.values())
     for task in tasks:
