@@ -7,7 +7,8 @@ own event loop: each query is a task; its items (``adapters.inhouse.wire``) are 
 descriptor, what one loop turn produced in a frame or a few. Stdin is read on this loop too (one thread: no
 interpreter-lock hand-overs); while a stack blocks the loop, the harness keeps what it could not write yet (its
 writes never block). The end of stdin (the harness closed it, or died) cancels what is
-running and ends the process. Anything the stack prints goes to stderr; stdout is the answers' alone.
+running and ends the process. Anything the stack prints goes to stderr and it reads nothing on stdin: the pipes
+are the harness's alone.
 """
 
 from __future__ import annotations
@@ -171,7 +172,10 @@ def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's; the end of stdin stops this
     out = os.dup(sys.stdout.fileno())  # the answers' own descriptor: anything the stack prints goes to stderr
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    reader = FrameReader(sys.stdin.fileno())
+    inbox = os.dup(sys.stdin.fileno())  # the questions' own descriptor: a stack reading stdin reads nothing
+    with open(os.devnull, "rb") as nothing:
+        os.dup2(nothing.fileno(), sys.stdin.fileno())
+    reader = FrameReader(inbox)
     frame = reader.read()
     if frame is None:
         return 0

@@ -14,8 +14,9 @@ import pytest
 from adapters.inhouse.adapter import create
 from bench.config import SystemConfig
 from bench.orchestrator import OrchestratorError
-from bench.protocol import ErrorCode, ErrorEvent, ResponseDone, SessionSpec
+from bench.protocol import ErrorCode, ErrorEvent, SessionSpec
 from tests.fakes.process_orchestrators import recorded
+from tests.fakes.turns import exchange
 
 SCRIPTED = "tests.fakes.process_orchestrators:ScriptedOrchestrator"
 CANARY = "canary-SECRET-654321"
@@ -29,17 +30,6 @@ def _adapter(**options):
 
 def _spec(**fields) -> SessionSpec:
     return SessionSpec(conversation_id=fields.pop("conversation_id", "c1"), language="en", **fields)
-
-
-async def _exchange(session, events, text: str) -> list:
-    await session.send_text(text)
-    out = []
-    async with asyncio.timeout(TIMEOUT_S):
-        async for event in events:
-            out.append(event)
-            if isinstance(event, ResponseDone) or (isinstance(event, ErrorEvent) and event.fatal):
-                return out
-    return out
 
 
 def _alive(pid: int) -> bool:
@@ -58,9 +48,9 @@ async def test_history_labels_and_tokens_cross_the_pipe(tmp_path):
     try:
         session = await adapter.open_session(_spec(user_id="u-9", tenant_id="t-9"))
         events = session.events()
-        first = await _exchange(session, events, "My name is Alice.")
-        await _exchange(session, events, "When is the cafeteria open?")
-        third = await _exchange(session, events, "What is my name?")
+        first = await exchange(session, events, "My name is Alice.")
+        await exchange(session, events, "When is the cafeteria open?")
+        third = await exchange(session, events, "What is my name?")
         await session.aclose()
     finally:
         await adapter.close()
@@ -84,7 +74,7 @@ async def test_a_bug_in_the_stack_is_one_fatal_internal_error_with_the_secret_re
     adapter = _adapter(fail="value_error", message=f"bad config, key={CANARY}", fail_mid_stream=mid_stream)
     try:
         session = await adapter.open_session(_spec())
-        events = await _exchange(session, session.events(), "Hello?")
+        events = await exchange(session, session.events(), "Hello?")
         await session.aclose()
     finally:
         await adapter.close()
@@ -100,7 +90,7 @@ async def test_an_adapter_error_keeps_its_code_and_retry_after():
     adapter = _adapter(fail="adapter_error", message="slow down", code="rate_limited", retry_after_s=2.0)
     try:
         session = await adapter.open_session(_spec())
-        events = await _exchange(session, session.events(), "Hello?")
+        events = await exchange(session, session.events(), "Hello?")
         await session.aclose()
     finally:
         await adapter.close()
@@ -114,7 +104,7 @@ async def test_silence_is_a_stall_and_hanging_up_cancels_the_query_in_its_proces
     adapter = _adapter(delay_s=30, record_to=str(record))
     try:
         session = await adapter.open_session(_spec(idle_timeout_s=0.3))
-        events = await _exchange(session, session.events(), "Hello?")
+        events = await exchange(session, session.events(), "Hello?")
         await session.aclose()
         async with asyncio.timeout(TIMEOUT_S):
             while not any(r["event"] == "cancelled" for r in recorded(record)):
@@ -128,7 +118,7 @@ async def test_a_stack_that_prints_does_not_break_the_pipe(capfd):
     adapter = _adapter(chatty=True)
     try:
         session = await adapter.open_session(_spec())
-        events = await _exchange(session, session.events(), "Hello?")
+        events = await exchange(session, session.events(), "Hello?")
         await session.aclose()
     finally:
         await adapter.close()
@@ -142,10 +132,10 @@ async def test_a_crash_costs_only_the_conversation_it_was_serving(tmp_path):
     try:
         first_pid = adapter.runner.pid
         session = await adapter.open_session(_spec())
-        crashed = await _exchange(session, session.events(), "Please crash now.")
+        crashed = await exchange(session, session.events(), "Please crash now.")
         await session.aclose()
         later = await adapter.open_session(_spec(conversation_id="c2"))
-        after = await _exchange(later, later.events(), "Anyone there?")
+        after = await exchange(later, later.events(), "Anyone there?")
         await later.aclose()
     finally:
         await adapter.close()
@@ -165,7 +155,7 @@ async def test_a_stack_that_keeps_crashing_is_restarted_a_bounded_number_of_time
     try:
         for number in range(4):
             session = await adapter.open_session(_spec(conversation_id=f"c{number}"))
-            errors.append((await _exchange(session, session.events(), "Hello?"))[-1])
+            errors.append((await exchange(session, session.events(), "Hello?"))[-1])
             await session.aclose()
         await adapter.close()
         await adapter.start()  # a new run: a new process and a fresh allowance
@@ -182,7 +172,7 @@ async def test_a_blocked_stack_stalls_and_close_stops_its_process_by_pid(tmp_pat
     adapter = _adapter(block_s=60, record_to=str(record))
     pid = adapter.runner.pid
     session = await adapter.open_session(_spec(idle_timeout_s=0.3))
-    events = await _exchange(session, session.events(), "Hello?")
+    events = await exchange(session, session.events(), "Hello?")
     await session.aclose()
     started = time.monotonic()
     assert await adapter.runner.stop() is False  # it had to be terminated
@@ -197,7 +187,7 @@ def test_one_adapter_serves_one_event_loop_after_another():
 
     async def turn() -> str:
         session = await adapter.open_session(_spec())
-        events = await _exchange(session, session.events(), "Hello?")
+        events = await exchange(session, session.events(), "Hello?")
         await session.aclose()
         return events[-1].final_text
 

@@ -32,6 +32,7 @@ from bench.protocol import (
     SystemUnderTest,
     run_turn,
 )
+from tests.fakes.turns import exchange
 
 CANARY = "canary-SECRET-123456"
 TIMEOUT_S = 30
@@ -81,17 +82,6 @@ def inhouse(orchestrator: MemoryOrchestrator) -> InhouseAdapter:
 def spec(**fields) -> SessionSpec:
     return SessionSpec(conversation_id=fields.pop("conversation_id", "c1"), language=fields.pop("language", "en"),
                        **fields)
-
-
-async def exchange(session, events, text: str) -> list:
-    await session.send_text(text)
-    out = []
-    async with asyncio.timeout(TIMEOUT_S):
-        async for event in events:
-            out.append(event)
-            if isinstance(event, ResponseDone) or (isinstance(event, ErrorEvent) and event.fatal):
-                return out
-    return out
 
 
 # --------------------------------------------------------------------------- in-house session

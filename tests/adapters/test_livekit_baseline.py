@@ -48,6 +48,7 @@ from bench.protocol import (
     SessionSpec,
 )
 from tests.fakes.answerer import FakeAnswerer
+from tests.fakes.turns import exchange
 
 RECORDING = Path(__file__).parent / "recordings" / "livekit-baseline.json"
 FAST = {"first_token_median_ms": 1, "first_token_sigma": 0, "token_interval_ms": 0}
@@ -101,18 +102,6 @@ async def launched_baseline(answerer: FakeAnswerer | None = None, options: dict 
 def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", attempt: int = 0, **fields) -> SessionSpec:
     return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=attempt, language="en",
                                  **fields)
-
-
-async def exchange(session, events, text: str) -> list:
-    """Send one turn and read the session's events up to its ResponseDone (or a fatal error)."""
-    await session.send_text(text)
-    out = []
-    async with asyncio.timeout(TIMEOUT_S):
-        async for event in events:
-            out.append(event)
-            if isinstance(event, ResponseDone) or (isinstance(event, ErrorEvent) and event.fatal):
-                return out
-    return out
 
 
 def check_answered_turn(events: list, question: str = QUESTION) -> ResponseDone:

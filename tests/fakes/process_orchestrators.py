@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import re
+import sys
 import time
 
 from bench.orchestrator import QueryRequest, QueryResponse
@@ -56,6 +57,7 @@ class ScriptedOrchestrator:
         fail = self.fail if self.only_when is None or self.only_when in request.question else None
         if self.chatty:
             print("a stack that prints to stdout")  # must not reach the harness's pipe
+            self._record("stdin", read=sys.stdin.read(10))  # nor read from it
         if self.block_s:
             time.sleep(self.block_s)  # noqa: ASYNC251 - the point: a blocked loop
             self._record("woke")

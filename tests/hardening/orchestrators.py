@@ -15,14 +15,6 @@ def _trace(path: str | None, event: str) -> None:
             out.write(json.dumps({"event": event, "t": time.monotonic()}) + "\n")
 
 
-def traced(path) -> list[dict]:
-    try:
-        with open(path, encoding="utf-8") as lines:
-            return [json.loads(line) for line in lines if line.strip()]
-    except FileNotFoundError:
-        return []
-
-
 class SleepingOrchestrator:
     """Blocks its own event loop: ``time.sleep`` inside ``async def`` (a synchronous client in an async stack)."""
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.engine.scheduler import build_adapters, run_benchmark
 from bench.store import Store
-from tests.hardening.orchestrators import traced
+from tests.fakes.process_orchestrators import recorded as traced
 
 STEADY = "tests.fakes.orchestrator:MemoryOrchestrator"
 
