@@ -6,18 +6,24 @@ one conversation at a time, so a bad record costs only itself.
 
 Two ways to run it. By default a thread of this process does everything. With ``process=True`` (the scheduler's
 choice for a store file) the redaction, JSON and SQLite work runs in a child process
-(``bench.store.writer_process``) — off this interpreter's lock, on the other core — and a thread here only writes
-artifact files, serializes each record and hands batches over; the child commits them and says which, and
-``on_written`` is called here for each. Killing the harness loses at most what the child had not received; the
+(``bench.store.writer_process``) — off this interpreter's lock, on the other core — and records are handed over
+serialized: made inside a running event loop (the scheduler), by that loop itself (``_LoopSender``: one frame per
+loop turn, written without blocking, artifact files written on the loop's executor), otherwise by a thread here
+that also writes the artifact files. The child commits them and says which, and ``on_written`` is called (on the
+thread that reads its answers) for each. Killing the harness loses at most what the child had not received; the
 child commits every batch it received whole before it exits.
 
 ``submit`` only queues (it never blocks the loop); ``flush`` waits until everything queued is committed; ``close``
-flushes and stops the thread (and the child). A write that fails is re-raised by the next ``flush``/``close`` —
-nothing is dropped silently.
+flushes and stops the thread (and the child) — with a loop sender, both are called from another thread while the
+loop runs (``asyncio.to_thread``), and refuse to wait on the loop's own thread. A write that fails is re-raised by
+the next ``flush``/``close`` — nothing is dropped silently; records a dead child never reported committed are
+reported by ``close``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 import os
 import pickle
@@ -86,6 +92,14 @@ class StoreWriter:
         self._ready = threading.Event()
         if not self.process:
             self._ready.set()
+        #: made inside a running event loop, a child's records are sent from that loop (``_LoopSender``): no thread
+        #: of this process wakes per record to take the interpreter lock from the loop that is timing sessions
+        self._sender: _LoopSender | None = None
+        self._thread: threading.Thread | None = None
+        loop = _running_loop() if self.process else None
+        if loop is not None:
+            self._start_sending_from(loop)
+            return
         target = self._send if self.process else self._run
         self._thread = threading.Thread(target=target, name="store-writer", daemon=True)
         self._thread.start()
@@ -95,6 +109,9 @@ class StoreWriter:
         the JSON is work under this interpreter's lock wherever it is done, and done here it runs when the caller
         chooses (the scheduler: after the next conversation has started) instead of whenever the writer's thread
         gets the lock."""
+        if self._sender is not None:
+            self._sender.submit(record, artifacts or [])
+            return
         data = None
         if self.process and not artifacts:
             try:
@@ -142,6 +159,19 @@ class StoreWriter:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         return subprocess.Popen([sys.executable, "-m", "bench.store.writer_process", self.store.path],
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, close_fds=True)
+
+    def _start_sending_from(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            self._child = self._start_child()
+        except BaseException as exc:  # noqa: BLE001 - no child: nothing can be recorded (close says so)
+            self._keep(exc)
+            self._ready.set()
+            self._sender = _LoopSender(self, loop, None)
+            return
+        self._acks = threading.Thread(target=self._receive, name="store-writer-acks", daemon=True)
+        self._acks.start()
+        assert self._child.stdin is not None
+        self._sender = _LoopSender(self, loop, self._child.stdin.fileno())
 
     def _send(self) -> None:
         from bench.framing import write_frame
@@ -262,7 +292,10 @@ class StoreWriter:
         return record
 
     def flush(self) -> None:
-        self._queue.join()
+        if self._sender is not None:
+            self._sender.drain(close=False)
+        else:
+            self._queue.join()
         if self.process:
             with self._settled:  # every record handed over is reported committed (or the child is gone)
                 self._settled.wait_for(lambda: not self._pending or self._acks is None
@@ -270,7 +303,9 @@ class StoreWriter:
         self._raise()
 
     def close(self) -> None:
-        if self._thread.is_alive():
+        if self._sender is not None:
+            self._sender.drain(close=True)  # everything handed over, then the child's input closed
+        elif self._thread is not None and self._thread.is_alive():
             self._queue.put(_STOP)
             self._thread.join()
         if self._acks is not None:
@@ -289,3 +324,158 @@ class StoreWriter:
         if self._error is not None:
             error, self._error = self._error, None
             raise error
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class _LoopSender:
+    """Sends a child writer its records from the event loop that made the writer: each record is serialized by the
+    caller (the scheduler builds records after the next conversation has started), everything submitted in one loop
+    turn goes in one frame, written without blocking (what the pipe does not take waits for it to be writable).
+    Records with artifacts are prepared on the loop's executor (file I/O) and sent when ready. ``drain`` is called
+    from another thread (``flush``/``close`` while the loop runs) and waits for the loop to have handed everything
+    over."""
+
+    def __init__(self, writer: StoreWriter, loop: asyncio.AbstractEventLoop, fd: int | None):
+        self.writer = writer
+        self.loop = loop
+        self.fd = fd
+        self._numbers = itertools.count()
+        self._outbox: list[tuple[int, bytes]] = []
+        self._unsent = bytearray()
+        self._scheduled = False
+        self._waiting_writable = False
+        self._preparing = 0
+        self._sent_secrets: tuple[str, ...] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+        if fd is not None:
+            os.set_blocking(fd, False)
+
+    def submit(self, record: ConversationRecord, artifacts: list[PendingArtifact]) -> None:
+        if artifacts:
+            self._preparing += 1
+            self._idle.clear()
+            future = self.loop.run_in_executor(None, self._prepare, record, artifacts)
+            future.add_done_callback(lambda done, record=record: self._prepared(record, done))
+            return
+        try:
+            data = _record_json(record).encode("utf-8")
+        except BaseException as exc:  # noqa: BLE001 - this record is not recorded; kept
+            self.writer._keep(exc)
+            return
+        self._queue(record, data)
+
+    def _prepare(self, record: ConversationRecord, artifacts: list[PendingArtifact]) -> bytes:  # executor
+        return _record_json(self.writer._with_artifacts(record, artifacts)).encode("utf-8")
+
+    def _prepared(self, record: ConversationRecord, done: asyncio.Future[bytes]) -> None:
+        self._preparing -= 1
+        try:
+            data = done.result()
+        except BaseException as exc:  # noqa: BLE001 - this record is not recorded; kept
+            self.writer._keep(exc)
+            self._check_idle()
+            return
+        self._queue(record, data)
+
+    def _queue(self, record: ConversationRecord, data: bytes) -> None:
+        number = next(self._numbers)
+        with self.writer._settled:  # until the child reports it committed (``close`` counts what it never did)
+            self.writer._pending[number] = record
+        if self.fd is None:  # the child is gone
+            return
+        self._outbox.append((number, data))
+        self._idle.clear()
+        if not self._scheduled:
+            self._scheduled = True
+            self.loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._scheduled = False
+        self._encode()
+        self._write()
+
+    def _encode(self) -> None:
+        """The outbox as one frame at the end of what is still unsent (credentials when they changed)."""
+        from bench.framing import encode_frame
+        from bench.protocol.redact import known_secrets
+
+        items, self._outbox = self._outbox, []
+        if items and self.fd is not None:
+            secrets = tuple(sorted(known_secrets()))
+            self._unsent += encode_frame(pickle.dumps((secrets if secrets != self._sent_secrets else None, items)))
+            self._sent_secrets = secrets
+
+    def _write(self) -> None:
+        if self._unsent and self.fd is not None:
+            try:
+                written = os.write(self.fd, self._unsent)
+            except BlockingIOError:
+                written = 0
+            except OSError:  # the child is gone: ``close`` reports what it never said it committed
+                self._unsent.clear()
+                self._stop_watching()
+                self.fd = None
+                written = 0
+            del self._unsent[:written]
+        if self._unsent and not self._waiting_writable:
+            self._waiting_writable = True
+            self.loop.add_writer(self.fd, self._write)  # type: ignore[arg-type]
+        elif not self._unsent:
+            self._stop_watching()
+        self._check_idle()
+
+    def _stop_watching(self) -> None:
+        if self._waiting_writable and self.fd is not None:
+            self._waiting_writable = False
+            self.loop.remove_writer(self.fd)
+
+    def _check_idle(self) -> None:
+        if not self._unsent and not self._outbox and not self._preparing and not self._scheduled:
+            self._idle.set()
+
+    async def _drained(self, close: bool) -> None:
+        self._check_idle()
+        await self._idle.wait()
+        if close:
+            self._stop_watching()
+            self._close_input()
+
+    def drain(self, *, close: bool) -> None:
+        """Wait (on another thread) until the loop has handed every submitted record to the child; with
+        ``close``, then close the child's input."""
+        if _running_loop() is self.loop:
+            raise RuntimeError("StoreWriter.flush/close wait for the event loop that sends the records: call them "
+                               "from another thread (asyncio.to_thread)")
+        if self.loop.is_closed() or not self.loop.is_running():
+            self._drain_without_loop(close)
+            return
+        asyncio.run_coroutine_threadsafe(self._drained(close), self.loop).result()
+
+    def _drain_without_loop(self, close: bool) -> None:
+        """The loop is gone: write what it had not, blocking (records still being prepared are lost)."""
+        if self._preparing:
+            self.writer._keep(RuntimeError(f"{self._preparing} conversation(s) with artifacts were not recorded: "
+                                           "the event loop ended before their files were written"))
+        if self.fd is not None:
+            self._encode()
+            os.set_blocking(self.fd, True)
+            view = memoryview(bytes(self._unsent))
+            with contextlib.suppress(OSError):  # the child is gone: ``close`` reports what it never committed
+                while view:
+                    view = view[os.write(self.fd, view):]
+            self._unsent.clear()
+        if close:
+            self._close_input()
+
+    def _close_input(self) -> None:
+        """The child's input ends: it commits what it has and exits."""
+        self.fd = None
+        with contextlib.suppress(OSError):
+            self.writer._child.stdin.close()  # type: ignore[union-attr]
