@@ -31,8 +31,9 @@ measures the stack behind a perfect recognizer — it says nothing about speech 
 details in the store say so. ``speech_input: null`` declares no audio input.
 
 Options (unknown keys are refused): ``orchestrator`` (dotted path, default the reference stack),
-``orchestrator_options`` (keyword arguments for it, when it is a class or factory) and ``speech_input``
-(``{"asr": "oracle", "endpointing_silence_ms": 300}``).
+``orchestrator_options`` (keyword arguments for it, when it is a class or factory: plain JSON data, since they go to
+its process), ``speech_input`` (``{"asr": "oracle", "endpointing_silence_ms": 300}``) and ``startup_timeout_s``
+(how long building the orchestrator in its process may take, default 120).
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ class InhouseOptions(BaseModel):
     orchestrator: str = DEFAULT_ORCHESTRATOR
     orchestrator_options: dict[str, Any] = Field(default_factory=dict)
     speech_input: SpeechInput | None = SpeechInput()
+    #: how long the orchestrator's process may take to build it (a stack loading models needs more)
+    startup_timeout_s: float = Field(default=120.0, ge=1, le=3600)
 
 
 class InhouseSession(StreamingSession):
@@ -571,6 +574,7 @@ def create(system: SystemConfig) -> InhouseAdapter:
     ``OrchestratorError`` (exit 2) before any conversation starts."""
     require_local(system, "inhouse")
     options = parse_options(system, InhouseOptions)
-    runner = OrchestratorProcess(system.id, options.orchestrator, options.orchestrator_options)
+    runner = OrchestratorProcess(system.id, options.orchestrator, options.orchestrator_options,
+                                 startup_timeout_s=options.startup_timeout_s)
     runner.start_sync()
     return InhouseAdapter(system.id, runner=runner, speech_input=options.speech_input)

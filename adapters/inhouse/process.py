@@ -185,7 +185,7 @@ class OrchestratorProcess:
             readable, _, _ = select.select([fd], [], [], max(0.0, left))
             if not readable:
                 raise OrchestratorError("options.orchestrator", f"{self.orchestrator!r} did not start within "
-                                        f"{self.startup_timeout_s:g} s", self.system_id)
+                                        f"{self.startup_timeout_s:g} s (options.startup_timeout_s)", self.system_id)
             data = os.read(fd, 65536)
             if not data:
                 code = child.wait()

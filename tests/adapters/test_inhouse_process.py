@@ -219,6 +219,21 @@ def test_a_stack_that_cannot_be_built_is_an_orchestrator_error_naming_system_and
     assert not _children() - before
 
 
+def test_a_stack_that_takes_too_long_to_build_is_an_error_naming_the_option():
+    before = _children()
+    started = time.monotonic()
+    with pytest.raises(OrchestratorError) as caught:
+        create(SystemConfig(id="slow", adapter="inhouse", options={
+            "orchestrator": SCRIPTED, "orchestrator_options": {"build_s": 30}, "startup_timeout_s": 1,
+            "speech_input": None}))
+    assert time.monotonic() - started < 20
+    assert caught.value.field == "options.orchestrator" and "did not start within 1 s" in str(caught.value)
+    deadline = time.monotonic() + 10
+    while _children() - before and time.monotonic() < deadline:  # its process is gone too
+        time.sleep(0.05)
+    assert not _children() - before
+
+
 def _children() -> set[int]:
     me = str(os.getpid())
     found = set()

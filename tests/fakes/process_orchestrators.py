@@ -28,7 +28,8 @@ class ScriptedOrchestrator:
     def __init__(self, record_to: str | None = None, fail: str | None = None, message: str = "it broke",
                  fail_mid_stream: bool = False, code: str = "rate_limited", retry_after_s: float | None = None,
                  delay_s: float = 0.0, block_s: float = 0.0, exit_code: int = 3, chatty: bool = False,
-                 only_when: str | None = None):
+                 only_when: str | None = None, build_s: float = 0.0):
+        time.sleep(build_s)  # a stack that loads models before it can answer
         self.record_to = record_to
         self.only_when = only_when
         self.fail = fail
