@@ -7,7 +7,9 @@ validated as 64 hex digits before any path is built, so an id can never reach a 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import threading
 from pathlib import Path
 
 _SHA = re.compile(r"^[0-9a-f]{64}$")
@@ -28,7 +30,8 @@ class ArtifactStore:
         path = self.path_for(sha, media_type)
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
+            # a temporary name of this writer's own: two writers of the same content never share one
+            tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
             tmp.write_bytes(data)
-            tmp.replace(path)
+            tmp.replace(path)  # atomic; the same bytes whoever renames last
         return sha, path

@@ -23,6 +23,7 @@ reported by ``close``.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import os
@@ -352,6 +353,7 @@ class _LoopSender:
         self._waiting_writable = False
         self._preparing = 0
         self._sent_secrets: tuple[str, ...] | None = None
+        self._files: concurrent.futures.ThreadPoolExecutor | None = None
         self._idle = asyncio.Event()
         self._idle.set()
         if fd is not None:
@@ -361,7 +363,9 @@ class _LoopSender:
         if artifacts:
             self._preparing += 1
             self._idle.clear()
-            future = self.loop.run_in_executor(None, self._prepare, record, artifacts)
+            if self._files is None:  # one thread writes the files, in the order records finished
+                self._files = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store-artifacts")
+            future = self.loop.run_in_executor(self._files, self._prepare, record, artifacts)
             future.add_done_callback(lambda done, record=record: self._prepared(record, done))
             return
         try:
@@ -455,8 +459,10 @@ class _LoopSender:
                                "from another thread (asyncio.to_thread)")
         if self.loop.is_closed() or not self.loop.is_running():
             self._drain_without_loop(close)
-            return
-        asyncio.run_coroutine_threadsafe(self._drained(close), self.loop).result()
+        else:
+            asyncio.run_coroutine_threadsafe(self._drained(close), self.loop).result()
+        if close and self._files is not None:
+            self._files.shutdown(wait=True)
 
     def _drain_without_loop(self, close: bool) -> None:
         """The loop is gone: write what it had not, blocking (records still being prepared are lost)."""

@@ -83,3 +83,24 @@ async def test_waiting_on_the_loops_own_thread_is_refused(tmp_path):
     await asyncio.to_thread(writer.close)
     assert len(store.conversations("r1")) == 1
     store.close()
+
+
+def test_the_same_artifact_written_by_many_threads_at_once_is_one_file(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.store.artifacts import ArtifactStore
+
+    files = ArtifactStore(tmp_path, "r1")
+    data = b"RIFF" + b"\x01" * 200_000  # the same answer audio for two conversations, say
+    barrier = threading.Barrier(8)
+
+    def put(_):
+        barrier.wait()
+        return files.put(data, "audio/wav")
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(put, range(8)))
+    assert len({sha for sha, _ in results}) == 1
+    (path,) = {path for _, path in results}
+    assert path.read_bytes() == data
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
