@@ -8,7 +8,7 @@ Two ways to run it. By default a thread of this process does everything. With ``
 choice for a store file) the redaction, JSON and SQLite work runs in a child process
 (``bench.store.writer_process``) — off this interpreter's lock, on the other core — and records are handed over
 serialized: made inside a running event loop (the scheduler), by that loop itself (``_LoopSender``: one frame per
-loop turn, written without blocking, artifact files written on the loop's executor), otherwise by a thread here
+loop turn, written without blocking, artifact files written by one thread of its own), otherwise by a thread here
 that also writes the artifact files. The child commits them and says which, and ``on_written`` is called (on the
 thread that reads its answers) for each. Killing the harness loses at most what the child had not received; the
 child commits every batch it received whole before it exits.
@@ -338,7 +338,7 @@ class _LoopSender:
     """Sends a child writer its records from the event loop that made the writer: each record is serialized by the
     caller (the scheduler builds records after the next conversation has started), everything submitted in one loop
     turn goes in one frame, written without blocking (what the pipe does not take waits for it to be writable).
-    Records with artifacts are prepared on the loop's executor (file I/O) and sent when ready. ``drain`` is called
+    Records with artifacts are prepared on one thread (file I/O, in order) and sent when ready. ``drain`` is called
     from another thread (``flush``/``close`` while the loop runs) and waits for the loop to have handed everything
     over."""
 
