@@ -86,9 +86,6 @@ class Answer(_Message):
                    target_language=response.target_language, voice_shape_compliant=response.voice_shape_compliant,
                    retrieved_context=list(response.retrieved_context))
 
-    def response(self) -> QueryResponse:
-        return QueryResponse(**self.model_dump())
-
 
 class Done(_Message):
     """The end of a query, with the tokens that came in the same loop turn as it (usually all of them)."""

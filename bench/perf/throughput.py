@@ -1,7 +1,7 @@
 """Throughput benchmark (``scripts/bench-throughput``): N turns of a fixed-latency orchestrator at concurrency C.
 
 The turns run through the real engine — ``bench.engine.scheduler.run_benchmark`` with the ``inhouse`` adapter
-(the orchestrator on its own thread and event loop), the conversation driver, the event stamper, retries, the
+(the orchestrator in its own process), the conversation driver, the event stamper, retries, the
 store writer (its own process: redaction, JSON, one transaction per batch of finished conversations) and a SQLite
 store file in a temporary directory, the progress bar on unless ``--no-progress`` — the code ``voice-bench run``
 uses (with its ``quiet_gc``). The orchestrator answers every question after exactly ``--latency-ms``
