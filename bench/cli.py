@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import sys
+import traceback
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -19,7 +20,8 @@ from bench.cli_types import number_in
 from bench.config import DEFAULT_CONFIG, PROJECT_ROOT, RunConfig, load_config
 from bench.dataset import GoldenSet, validate_files
 from bench.engine.clock import quiet_gc
-from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_OK, EXIT_USAGE, BenchError, ConfigError
+from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_OK, EXIT_USAGE, BenchError, ConfigError, JudgeUnavailable
+from bench.protocol.redact import redact
 from bench.store import RunInfo, Store
 
 
@@ -77,14 +79,17 @@ def _golden_for_run(run: RunInfo) -> GoldenSet:
 
 
 def _write_report(store: Store, run_id: str, golden: GoldenSet, reports_dir: Path,
-                  compare: str | None = None) -> Path:
+                  compare: str | None = None) -> tuple[Path, bool]:
+    """Write the run's report; (report.html, whether a judge failed on some answers — printed, and exit 4)."""
     from bench.faithfulness import judge_from_env
     from bench.report import write_report
     from bench.scoring.judges import from_env as scoring_judges
 
     paths = write_report(store, run_id, golden, reports_dir / run_id, compare_run_id=compare, judge=judge_from_env(),
                          judges=scoring_judges())
-    return paths.html
+    for problem in paths.judge_problems:
+        print(f"judge unavailable: {problem}", file=sys.stderr)
+    return paths.html, bool(paths.judge_problems)
 
 
 # commands ---------------------------------------------------------------------------------------------
@@ -210,13 +215,23 @@ def cmd_run(args: argparse.Namespace) -> int:
             details = cost_cap.write(details)
         else:
             details.unlink(missing_ok=True)
-        html = _write_report(store, outcome.run_id, full_golden, config.resolve(config.reports_dir))
+        report_dir = config.resolve(config.reports_dir)
+        not_written = report_dir / outcome.run_id / "report-not-written.txt"
+        try:
+            html, judge_failed = _write_report(store, outcome.run_id, full_golden, report_dir)
+            not_written.unlink(missing_ok=True)
+        except JudgeUnavailable as exc:  # every conversation is stored; the report waits for the judge
+            html, judge_failed = None, True
+            not_written.write_text(f"{exc}\nwrite it once the judge answers: voice-bench report {outcome.run_id}\n",
+                                   encoding="utf-8")
+            print(f"error: {exc}", file=sys.stderr)
     finally:
         store.close()
     print(f"run id: {outcome.run_id}")
     print(f"conversations recorded: {outcome.recorded}" + (f" (resumed; {outcome.skipped_as_done} already done)"
                                                    if args.resume else ""))
-    print(f"report: {html}")
+    print(f"report: {html}" if html else f"report: not written ({not_written}); once the judge answers: "
+                                         f"voice-bench report {outcome.run_id}")
     capped = cost_cap is not None and bool(cost_cap.not_started)
     if cost_cap is not None:
         print("\n".join(cost_cap.report_lines()))
@@ -229,7 +244,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"execution failures: {outcome.execution_failures} ({detail}); every failed turn is recorded with "
               f"its reason; resume with: voice-bench run --resume {outcome.run_id}", file=sys.stderr)
         return EXIT_EXECUTION_FAILURE
-    return EXIT_EXECUTION_FAILURE if capped else EXIT_OK  # exit 4 like a capped simulation (seed 000)
+    # exit 4 like a capped simulation (seed 000), and when a judge could not judge
+    return EXIT_EXECUTION_FAILURE if capped or judge_failed else EXIT_OK
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
@@ -277,7 +293,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         run = store.get_run(args.run)
         golden = _golden_for_run(run)
         other = store.get_run(args.compare).run_id if args.compare else None
-        html = _write_report(store, run.run_id, golden, _resolve(args.reports_dir), compare=other)
+        html, judge_failed = _write_report(store, run.run_id, golden, _resolve(args.reports_dir), compare=other)
         print(f"report: {html}")
         if other:
             for warning in run_differences(store.get_run(other), run):
@@ -290,7 +306,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                 print(f"REGRESSION {reg.system}: {reg.describe()} ({mark})")
     finally:
         store.close()
-    return EXIT_OK
+    return EXIT_EXECUTION_FAILURE if judge_failed else EXIT_OK
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -317,7 +333,11 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(f"  {system.id}{' [EMULATED]' if system.emulated else ''}: pass rate {rates} "
               f"(n={system.pass_rate.n})")
     print(f"summary: {out}")
-    return EXIT_OK
+    from bench.report import judge_problems
+
+    for problem in judge_problems(summary):
+        print(f"judge unavailable: {problem}", file=sys.stderr)
+    return EXIT_EXECUTION_FAILURE if judge_problems(summary) else EXIT_OK
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
@@ -475,11 +495,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except BenchError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {redact(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("interrupted; every finished turn is in the store", file=sys.stderr)
         return 130
+    except Exception:  # a bug: its traceback, redacted (an exception's text may quote a credential it was sent)
+        print(redact(traceback.format_exc()), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

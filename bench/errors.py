@@ -71,3 +71,23 @@ class ExecutionFailure(BenchError):
     """A system or provider could not run (exit 4)."""
 
     exit_code = EXIT_EXECUTION_FAILURE
+
+
+class JudgeUnavailable(ExecutionFailure):
+    """A judge (the LLM scoring judge, DeepEval's model) could not be asked: unreachable, refused, timed out.
+
+    The message names the judge and the error's type and text, redacted (a server that echoes the request puts the
+    ``Authorization`` header in its error body); the original exception is not chained, so no traceback shows it.
+    """
+
+    def __init__(self, judge: str, error: BaseException | str):
+        from bench.protocol.redact import redact
+
+        # the type after the text: "AuthenticationError: …" would read to the redactor as an auth header
+        detail = error if isinstance(error, str) else f"{error} ({type(error).__name__})"
+        self.judge = judge
+        self.detail = redact(detail)[:500]
+        super().__init__(f"judge unavailable: {judge}: {self.detail}")
+
+    def __reduce__(self) -> tuple:  # crosses the scoring pool's process boundary as it is
+        return (JudgeUnavailable, (self.judge, self.detail))

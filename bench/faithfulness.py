@@ -47,7 +47,8 @@ from bench.checks.intent import is_courtesy
 from bench.checks.matching import Statement, Support
 from bench.checks.refusal import decline_evidence
 from bench.checks.sentences import split_sentences
-from bench.errors import ConfigError
+from bench.errors import ConfigError, JudgeUnavailable
+from bench.protocol.redact import register_secret
 
 ENV_BASE_URL = "BENCH_JUDGE_BASE_URL"
 ENV_MODEL = "BENCH_JUDGE_MODEL"
@@ -312,10 +313,16 @@ def _json_object(text: str) -> str:
 
 
 def _make_judge_llm(base_url: str, model: str, api_key: str, timeout_s: float) -> Any:
-    """A ``DeepEvalBaseLLM`` over an OpenAI-compatible endpoint (built here: deepeval is imported lazily)."""
+    """A ``DeepEvalBaseLLM`` over an OpenAI-compatible endpoint (built here: deepeval is imported lazily). The key
+    is registered with the redactor; a request that fails raises ``JudgeUnavailable`` with a redacted message and
+    no chained exception (an echoing server's error body holds the ``Authorization`` header)."""
     _quiet_deepeval_env()
+    if api_key != "not-needed":  # the placeholder sent to keyless local servers is no secret
+        register_secret(api_key)
     import openai
     from deepeval.models import DeepEvalBaseLLM
+
+    judge_name = f"{model} @ {urlparse(base_url).netloc or base_url}"
 
     class OpenAICompatibleJudge(DeepEvalBaseLLM):
         """DeepEval judge model: chat completions at ``base_url`` (JSON mode when a schema is asked for)."""
@@ -346,14 +353,22 @@ def _make_judge_llm(base_url: str, model: str, api_key: str, timeout_s: float) -
                 return text  # DeepEval parses (and reports) malformed JSON itself
 
         def generate(self, prompt: str, schema: Any = None) -> Any:
-            response = self.model.chat.completions.create(**self._request(prompt, schema))
-            return self._parse(response.choices[0].message.content or "", schema)
+            try:
+                response = self.model.chat.completions.create(**self._request(prompt, schema))
+                text = response.choices[0].message.content or ""
+            except (openai.OpenAIError, IndexError, AttributeError) as exc:
+                raise JudgeUnavailable(judge_name, exc) from None
+            return self._parse(text, schema)
 
         async def a_generate(self, prompt: str, schema: Any = None) -> Any:
             client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=2)
-            async with client:
-                response = await client.chat.completions.create(**self._request(prompt, schema))
-            return self._parse(response.choices[0].message.content or "", schema)
+            try:
+                async with client:
+                    response = await client.chat.completions.create(**self._request(prompt, schema))
+                text = response.choices[0].message.content or ""
+            except (openai.OpenAIError, IndexError, AttributeError) as exc:
+                raise JudgeUnavailable(judge_name, exc) from None
+            return self._parse(text, schema)
 
         def get_model_name(self) -> str:
             return self._model_name
@@ -382,10 +397,15 @@ class DeepEvalFaithfulness:
             threshold=self.threshold, model=self._llm, include_reason=True, async_mode=False, eval_mode="llm"
         )
         support = [c for c in (*context, *key_facts) if c.strip()] or [""]
-        metric.measure(
-            LLMTestCase(input=question, actual_output=answer, retrieval_context=support),
-            _show_indicator=False,
-        )
+        try:
+            metric.measure(
+                LLMTestCase(input=question, actual_output=answer, retrieval_context=support),
+                _show_indicator=False,
+            )
+        except JudgeUnavailable as exc:
+            raise JudgeUnavailable(self.name, exc.detail) from None
+        except Exception as exc:  # deepeval's own errors quote the model's reply
+            raise JudgeUnavailable(self.name, exc) from None
         verdicts = list(getattr(metric, "verdicts", []) or [])
         claims = list(getattr(metric, "claims", []) or [])
         unsupported = [
@@ -440,10 +460,15 @@ class DeepEvalCorrectness:
             threshold=self.threshold,
             async_mode=False,
         )
-        metric.measure(
-            LLMTestCase(input=question, actual_output=answer, expected_output="\n".join(key_facts)),
-            _show_indicator=False,
-        )
+        try:
+            metric.measure(
+                LLMTestCase(input=question, actual_output=answer, expected_output="\n".join(key_facts)),
+                _show_indicator=False,
+            )
+        except JudgeUnavailable as exc:
+            raise JudgeUnavailable(self.name, exc.detail) from None
+        except Exception as exc:  # deepeval's own errors quote the model's reply
+            raise JudgeUnavailable(self.name, exc) from None
         score = float(metric.score) if metric.score is not None else None
         return CorrectnessResult(
             judge=self.name,
@@ -463,7 +488,9 @@ def _judge_settings(env: Any) -> tuple[str, str, str] | None:
             f"(or unset both {ENV_BASE_URL} and {ENV_MODEL} for the offline checker)"
         )
     if base_url and model:
-        return base_url, model, env.get(ENV_API_KEY, "").strip() or "not-needed"
+        key = env.get(ENV_API_KEY, "").strip()
+        register_secret(key)  # redacted wherever a judge error would quote it
+        return base_url, model, key or "not-needed"
     return None
 
 

@@ -10,7 +10,9 @@ report). ``JudgeConfig.from_env()`` reads ``BENCH_JUDGE_BASE_URL`` / ``BENCH_JUD
 with the same definitions the calibration labels use, validates the reply with pydantic and returns the
 offline checkers' verdict types (``RefusalVerdict``, ``IntentVerdict``) with ``judge`` set to the judge's
 name — "llm-judge (<model> @ <host>)" — so every judged figure names its judge. A reply that is not the
-asked-for JSON raises ``JudgeError`` naming the judge and the field.
+asked-for JSON raises ``JudgeError`` naming the judge and the field; a judge that cannot be reached or refuses
+the request raises ``JudgeUnavailable`` (both exit 4, messages redacted: the key is registered with the redactor
+when it is read).
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bench.checks.intent import IntentVerdict
 from bench.checks.refusal import RefusalVerdict
-from bench.errors import BenchError, ConfigError
+from bench.errors import ConfigError, ExecutionFailure, JudgeUnavailable
+from bench.protocol.redact import redact, register_secret
 
 ENV_BASE_URL = "BENCH_JUDGE_BASE_URL"
 ENV_MODEL = "BENCH_JUDGE_MODEL"
@@ -36,8 +39,8 @@ Language = Literal["en", "nl", "fr", "it"]
 Intent = Literal["answered", "farewell", "switch_language", "appointment", "escalate", "out_of_scope", "clarify"]
 
 
-class JudgeError(BenchError):
-    """The judge's reply could not be used."""
+class JudgeError(ExecutionFailure):
+    """The judge's reply could not be used (exit 4, like an unreachable judge: ``JudgeUnavailable``)."""
 
 
 class JudgeConfig(BaseModel):
@@ -63,9 +66,12 @@ class JudgeConfig(BaseModel):
         return f"llm-judge ({self.model} @ {host})"
 
     def resolved_key(self, environ: Any = None) -> str:
+        """The key ``api_key`` refers to, registered with the redactor as it is read."""
         env = os.environ if environ is None else environ
         match = _ENV_REF.match(self.api_key or "")
-        return (env.get(match.group(1), "").strip() if match else "") or "not-needed"
+        key = env.get(match.group(1), "").strip() if match else ""
+        register_secret(key)
+        return key or "not-needed"
 
     @classmethod
     def from_env(cls, environ: Any = None) -> JudgeConfig | None:
@@ -146,13 +152,18 @@ class LLMJudge:
                                      timeout=config.timeout_s, max_retries=2)
 
     def _ask(self, prompt: str, schema: type[BaseModel]) -> Any:
-        response = self._client.chat.completions.create(
-            model=self.config.model,
-            temperature=0,
-            response_format={"type": "json_object"},
-            messages=[{"role": "user", "content": prompt}],
-        )
-        text = response.choices[0].message.content or ""
+        import openai
+
+        try:
+            response = self._client.chat.completions.create(
+                model=self.config.model,
+                temperature=0,
+                response_format={"type": "json_object"},
+                messages=[{"role": "user", "content": prompt}],
+            )
+            text = response.choices[0].message.content or ""
+        except (openai.OpenAIError, IndexError, AttributeError) as exc:  # unreachable, refused, an empty reply
+            raise JudgeUnavailable(self.name, exc) from None
         try:
             return schema.model_validate(json.loads(_json_object(text)))
         except (ValueError, ValidationError) as exc:
@@ -160,7 +171,7 @@ class LLMJudge:
             if isinstance(exc, ValidationError):
                 field = ".".join(str(p) for p in exc.errors()[0]["loc"])
             raise JudgeError(f"{self.name}: the reply is not the asked-for JSON"
-                             + (f" (field {field})" if field else "") + f": {text[:200]!r}") from None
+                             + (f" (field {field})" if field else "") + f": {redact(text)[:200]!r}") from None
 
     def classify_refusal(
         self, answer: str, question: str | None = None, language: str | None = None

@@ -22,7 +22,9 @@ import pandas as pd
 
 from bench.cost import load_price_tables, resolve_plan, turn_costs
 from bench.dataset import GoldenSet
+from bench.errors import JudgeUnavailable
 from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
+from bench.protocol.redact import redact
 from bench.records import TurnRecord
 from bench.scoring import criteria as criteria_sets
 from bench.scoring.batch import ScoringStats, failed_row, score_observations
@@ -91,6 +93,9 @@ _TEXT_COLUMNS = ("observed_intent", "intent_source", "intent_judge", "reported_i
 _CATEGORY_COLUMNS = ("system_id", "status", "language", "expected_intent", "safety", "latency_basis", "intent_source")
 #: where a turn's faithfulness context came from
 CONTEXT_SHARED = "shared_context"
+#: a judge that failed to answer this many answers in a row is not asked about the rest (each would wait out the
+#: client's retries); they count as not judged, and the next report asks again
+JUDGE_GIVE_UP_AFTER = 3
 CONTEXT_OWN = "retrieved_context (own; run before context parity)"
 
 
@@ -285,8 +290,12 @@ def add_faithfulness(frame: pd.DataFrame, raw: pd.DataFrame, golden: GoldenSet, 
     values: dict[str, list] = stored.get_many(list(pending)) if stored is not None and pending else {}
     info.faithfulness_from_store += len(values)
     new: list[tuple[str, list]] = []
+    unreachable_in_a_row = 0
     for digest, (entry_id, answer, context) in pending.items():
         if digest in values:
+            continue
+        if unreachable_in_a_row >= JUDGE_GIVE_UP_AFTER:  # the judge is down: the rest count as not judged
+            info.judge_errors += 1
             continue
         entry = entries[entry_id]
         try:
@@ -295,8 +304,12 @@ def add_faithfulness(frame: pd.DataFrame, raw: pd.DataFrame, golden: GoldenSet, 
                                     language=entry.language)
         except Exception as exc:  # a judge outage must not lose the rest of the report
             info.judge_errors += 1
-            info.first_error = info.first_error or f"{type(exc).__name__}: {exc}"[:300]
+            unreachable_in_a_row = unreachable_in_a_row + 1 if isinstance(exc, JudgeUnavailable) else 0
+            text = str(exc) if isinstance(exc, JudgeUnavailable) else f"{type(exc).__name__}: {exc}"
+            # redacted before it is cut (a cut copy of a key is harder to recognize) and before it is stored
+            info.first_error = info.first_error or redact(text)[:300]
             continue
+        unreachable_in_a_row = 0
         row = [result.score, None if result.score is None else float(result.n_supported == result.n_claims)]
         values[digest] = row
         new.append((digest, row))

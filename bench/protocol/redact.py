@@ -30,7 +30,7 @@ _version = 0
 #: environment variables whose values are always treated as secrets when set
 SECRET_ENV_VARS = (
     "OPENAI_API_KEY", "DEEPGRAM_API_KEY", "RETELL_API_KEY", "VAPI_API_KEY", "ELEVENLABS_API_KEY",
-    "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "VOICE_BENCH_JUDGE_API_KEY",
+    "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "BENCH_JUDGE_API_KEY", "VOICE_BENCH_JUDGE_API_KEY",
 )
 _SECRET_NAME = re.compile(r"(?i)(api[_-]?key|secret|token|password|passwd|signature|credential|auth)")
 _QUERY = re.compile(

@@ -11,6 +11,7 @@ shows at most ``FAILURE_ROWS_IN_HTML`` failure details per system with the total
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -127,6 +128,8 @@ class ReportPaths:
     markdown: Path
     summary_json: Path
     turns_csv: Path
+    #: per system whose answers a judge could not judge: how many and the first (redacted) error
+    judge_problems: tuple[str, ...] = ()
 
 
 def _environment() -> Environment:
@@ -404,4 +407,11 @@ def write_report(
         add_to_report(paths.html, paths.markdown)
     with phase(timings, "write turns.csv (wait)"):
         wait_for_csv()
-    return paths
+    return dataclasses.replace(paths, judge_problems=judge_problems(summary))
+
+
+def judge_problems(summary: Any) -> tuple[str, ...]:
+    """One line per system whose answers the faithfulness judge could not judge (the report shows them too)."""
+    return tuple(f"{system.id}: {system.faithfulness.judge} could not judge {system.faithfulness.errors} answers"
+                 + (f" ({system.faithfulness.first_error})" if system.faithfulness.first_error else "")
+                 for system in summary.systems if system.faithfulness.errors)

@@ -25,6 +25,7 @@ from bench.audio.elevenlabs import make_client, synthesize_pcm
 from bench.audio.pcm import CANONICAL_RATE
 from bench.audio.speech import DEFAULT_CACHE, VOICES, SpeechSynthesizer
 from bench.errors import ConfigError
+from bench.protocol.redact import register_secret
 
 ENGINES = ("espeak-ng", "elevenlabs")
 #: a premade ElevenLabs voice that speaks all four golden languages with the multilingual model
@@ -92,6 +93,7 @@ def make_synthesizer(engine: str = "espeak-ng", cache_dir: Path | None = None) -
         return EspeakSynthesizer(cache_dir)
     if engine == "elevenlabs":
         key = os.environ.get("ELEVENLABS_API_KEY", "").strip()
+        register_secret(key)  # as it is read: redacted in every error that might quote it
         if not key:
             raise ConfigError("--tts elevenlabs synthesizes with the live ElevenLabs API and needs the environment "
                               "variable ELEVENLABS_API_KEY; set it, or use --tts espeak-ng (offline)")

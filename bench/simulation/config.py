@@ -337,7 +337,9 @@ class RealtimePersonaSettings(_Model):
 
     def resolved_key(self) -> str | None:
         """The live key: ``api_key`` as resolved from the run file, else ``$OPENAI_API_KEY``."""
-        return self.api_key or os.environ.get(REALTIME_KEY_ENV) or None
+        key = self.api_key or os.environ.get(REALTIME_KEY_ENV) or None
+        register_secret(key)  # as it is read: redacted in every error that might quote it
+        return key
 
 
 # --- run ------------------------------------------------------------------------------------------------------
