@@ -2,6 +2,12 @@
 
 The cache key is the SHA-256 of (engine, voice, rate, text); the cache holds 24 kHz mono pcm_s16le files. espeak-ng's
 own output (22,050 Hz) is resampled with the one resampler. Voices per golden language: en, nl, fr, it.
+
+The text goes to espeak-ng on its standard input (``--stdin``), never as a command-line argument: an answer is
+hostile input (a NUL byte or an argument over the kernel's 128 KiB limit broke the call). Control characters
+other than tab and line breaks are dropped first; a text longer than ``MAX_SPEECH_CHARS`` (about twenty minutes of
+speech) is not spoken. A text espeak-ng cannot speak raises ``SpeechFailed`` naming why (exit 4), so a caller that
+makes many clips can record the one that failed and go on.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -16,10 +23,24 @@ import wave
 from pathlib import Path
 
 from bench.audio.pcm import CANONICAL_RATE, resample_pcm16
-from bench.errors import ConfigError
+from bench.errors import ConfigError, ExecutionFailure
 
 VOICES = {"en": "en", "nl": "nl", "fr": "fr", "it": "it"}
 DEFAULT_CACHE = Path.home() / ".cache" / "voice-bench" / "speech"
+#: longer texts are not spoken: about twenty minutes at 165 words per minute (and a WAV of ~50 MB)
+MAX_SPEECH_CHARS = 20_000
+SYNTHESIS_TIMEOUT_S = 120
+_UNSPEAKABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class SpeechFailed(ExecutionFailure):
+    """espeak-ng could not speak a text (too long, timed out, or it failed); the message says which."""
+
+
+def speakable(text: str) -> str:
+    """``text`` without the control characters espeak-ng cannot take (NUL and the other C0 codes but tab and line
+    breaks, and DEL)."""
+    return _UNSPEAKABLE.sub("", text)
 
 
 class SpeechSynthesizer:
@@ -34,20 +55,29 @@ class SpeechSynthesizer:
         return hashlib.sha256(f"espeak-ng|{voice}|{self.words_per_minute}|{text}".encode()).hexdigest()
 
     def pcm(self, text: str, language: str) -> bytes:
-        """24 kHz mono pcm_s16le of ``text`` spoken in ``language``."""
+        """24 kHz mono pcm_s16le of ``text`` spoken in ``language`` (``SpeechFailed`` if it cannot be spoken)."""
+        text = speakable(text)
         path = self.cache_dir / f"{self.key(text, language)}.pcm"
         if path.exists():
             self.cached += 1
             return path.read_bytes()
+        if len(text) > MAX_SPEECH_CHARS:
+            raise SpeechFailed(f"the text is too long to speak ({len(text)} characters > {MAX_SPEECH_CHARS})")
         binary = shutil.which("espeak-ng")
         if binary is None:
             raise ConfigError("audio input needs espeak-ng (Debian package espeak-ng); scripts/test installs it")
-        result = subprocess.run(
-            [binary, "-v", VOICES.get(language, language), "-s", str(self.words_per_minute), "--stdout", text],
-            capture_output=True, timeout=60, check=False,
-        )
+        try:
+            result = subprocess.run(
+                [binary, "-v", VOICES.get(language, language), "-s", str(self.words_per_minute), "--stdout",
+                 "--stdin"],
+                input=text.encode("utf-8", "replace"), capture_output=True, timeout=SYNTHESIS_TIMEOUT_S, check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise SpeechFailed(f"espeak-ng did not finish speaking {len(text)} characters in "
+                               f"{SYNTHESIS_TIMEOUT_S} s") from None
         if result.returncode != 0 or not result.stdout:
-            raise ConfigError(f"espeak-ng could not speak {language!r}: {result.stderr.decode(errors='replace')[:200]}")
+            raise SpeechFailed(f"espeak-ng could not speak {language!r} (exit {result.returncode}): "
+                               f"{result.stderr.decode(errors='replace')[:200]}")
         with wave.open(io.BytesIO(result.stdout)) as wav:
             rate = wav.getframerate()
             frames = wav.readframes(wav.getnframes())

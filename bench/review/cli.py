@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bench.cli_types import number_in
 from bench.config import PROJECT_ROOT
-from bench.errors import EXIT_OK, ConfigError
+from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_OK, ConfigError
 from bench.store import Store
 
 DEFAULT_STORE = PROJECT_ROOT / "reports" / "bench.sqlite"
@@ -27,12 +27,14 @@ def _store(args: argparse.Namespace) -> Store:
 
 
 def _prepared(store: Store, args: argparse.Namespace, run_ref: str):
-    """(run, reports dir, clips) with every answer given a clip (synthesizing the missing ones)."""
+    """(run, reports dir, clips, answers that could not be spoken) with every answer given a clip (synthesizing the
+    missing ones)."""
     from bench.review.clips import golden_for_run, load_clips, prepare_clips, reports_dir_for
     from bench.review.ratings import clip_rows
 
     run = store.get_run(run_ref)
     reports_dir = reports_dir_for(run, args.reports_dir)
+    failed = 0
     try:
         golden = golden_for_run(run)
     except ConfigError as exc:
@@ -44,19 +46,26 @@ def _prepared(store: Store, args: argparse.Namespace, run_ref: str):
         outcome = prepare_clips(store, run.run_id, golden, reports_dir, engine=getattr(args, "tts", "espeak-ng"),
                                 progress=True)
         print(f"run {run.run_id}: {outcome.describe()}", file=sys.stderr)
-    return run, reports_dir, load_clips(store, run.run_id, reports_dir)
+        for failure in outcome.failed:
+            print(f"  no clip: {failure}", file=sys.stderr)
+        failed = len(outcome.failed)
+    return run, reports_dir, load_clips(store, run.run_id, reports_dir), failed
 
 
 def cmd_clips(args: argparse.Namespace) -> int:
     store = _store(args)
     try:
-        _, _, clips = _prepared(store, args, args.run)
+        run, _, clips, failed = _prepared(store, args, args.run)
     finally:
         store.close()
     by_language: dict[str, int] = {}
     for clip in clips.values():
         by_language[clip.language] = by_language.get(clip.language, 0) + 1
     print("clips: " + (", ".join(f"{k} {v}" for k, v in sorted(by_language.items())) or "none"))
+    if failed:
+        print(f"{failed} answers could not be spoken (listed above and in clip-failures.json of run {run.run_id}); "
+              "every other answer has its clip", file=sys.stderr)
+        return EXIT_EXECUTION_FAILURE
     return EXIT_OK
 
 
@@ -66,7 +75,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     store = _store(args)
     try:
-        run, reports_dir, clips = _prepared(store, args, args.run)
+        run, reports_dir, clips, _ = _prepared(store, args, args.run)  # failures are printed; the rest is served
         if args.language and not any(c.language == args.language for c in clips.values()):
             raise ConfigError(f"--language {args.language}: run {run.run_id} has no clips in that language")
         config = ReviewConfig(store=store, run_id=run.run_id, reports_dir=reports_dir, clips=clips,
@@ -98,7 +107,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             raise ConfigError(f"--reviewer: {exc}") from None
     store = _store(args)
     try:
-        run, _, clips = _prepared(store, args, args.run)
+        run, _, clips, _ = _prepared(store, args, args.run)
         languages = [args.language] if args.language else sorted({c.language for c in clips.values()})
         if not languages:
             raise ConfigError(f"run {run.run_id}: no answer clips to export")
@@ -136,7 +145,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
     spec = load_judge_config(Path(args.judge_config), args.provider) if args.judge_config else None
     store = _store(args)
     try:
-        run, _, clips = _prepared(store, args, args.run)
+        run, _, clips, _ = _prepared(store, args, args.run)
         if args.language and not any(c.language == args.language for c in clips.values()):
             raise ConfigError(f"--language {args.language}: run {run.run_id} has no clips in that language")
 

@@ -6,7 +6,9 @@ other answer is spoken per language by the synthesizer (espeak-ng offline, Eleve
 ``bench.review.synth``), written as an artifact of kind ``answer_audio_synth`` under
 ``<reports>/<run>/artifacts/`` and labelled synthesized wherever it is shown. The clip index (``review_clips``)
 is replaced in the same transaction. A rerun synthesizes nothing new: existing synthesized artifacts are reused
-and the speech cache is keyed by content hash.
+and the speech cache is keyed by content hash. An answer the synthesizer cannot speak (``ExecutionFailure``: too
+long, a failing engine) gets no clip: it is listed in ``PrepareOutcome.failed`` with its reason and in
+``<reports>/<run>/clip-failures.json``, and every other answer still gets its clip.
 
 A clip's language is the language its answer should be in: the entry's ``target_language`` for a
 ``switch_language`` entry, else the entry's language. Clips are addressed by the SHA-256 of their audio (opaque,
@@ -16,6 +18,7 @@ answer text, label, file), which never shows a system id.
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +27,7 @@ from pydantic import BaseModel
 
 from bench.config import PROJECT_ROOT
 from bench.dataset import GoldenEntry, GoldenSet, validate_files
-from bench.errors import ConfigError
+from bench.errors import ConfigError, ExecutionFailure
 from bench.review.ratings import ArtifactRow, ClipRow, clip_rows, record_clips
 from bench.review.synth import Synthesizer, make_synthesizer, wav_bytes
 from bench.store import ArtifactStore, RunInfo, Store
@@ -72,13 +75,16 @@ class PrepareOutcome:
     reused: int = 0
     skipped: dict[str, int] = field(default_factory=dict)
     engine: str = ""
+    #: answers that could not be spoken: "<system> <conversation> trial <n> turn <i>: <reason>"
+    failed: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items()))
         return (f"{len(self.clips)} clips: {self.system_audio} with the system's own audio, {self.synthesized} "
                 f"newly synthesized, {self.reused} synthesized earlier"
                 + (f" (engine {self.engine})" if self.synthesized else "") + (f"; skipped {skipped}" if skipped
-                                                                              else ""))
+                                                                              else "")
+                + (f"; {len(self.failed)} could not be spoken" if self.failed else ""))
 
 
 def prepare_clips(store: Store, run_id: str, golden: GoldenSet, reports_dir: Path, *, engine: str = "espeak-ng",
@@ -127,7 +133,12 @@ def prepare_clips(store: Store, run_id: str, golden: GoldenSet, reports_dir: Pat
             continue
         if synthesizer is None:
             synthesizer = make_synthesizer(engine)
-        data = wav_bytes(synthesizer.pcm(turn.answer, language))
+        try:
+            data = wav_bytes(synthesizer.pcm(turn.answer, language))
+        except ExecutionFailure as exc:  # this answer gets no clip; the others still do
+            outcome.failed.append(f"{turn.system_id} {conversation} trial {turn.trial} turn {turn.turn_index}: "
+                                  f"{exc}")
+            continue
         sha, path = files.put(data, "audio/wav")
         new_artifacts.append(ArtifactRow(run_id=run.run_id, system_id=turn.system_id, conversation_id=conversation,
                                          trial=turn.trial, kind=kind, sha256=sha, bytes=len(data),
@@ -139,6 +150,12 @@ def prepare_clips(store: Store, run_id: str, golden: GoldenSet, reports_dir: Pat
         if progress and outcome.synthesized % 25 == 0:
             print(f"synthesizing answer audio: {number}/{len(turns)} turns", file=sys.stderr, flush=True)
     record_clips(store, run.run_id, new_artifacts, outcome.clips)
+    failures = reports_dir / run.run_id / "clip-failures.json"
+    if outcome.failed:
+        failures.parent.mkdir(parents=True, exist_ok=True)
+        failures.write_text(json.dumps(outcome.failed, indent=1, ensure_ascii=False), encoding="utf-8")
+    else:
+        failures.unlink(missing_ok=True)
     return outcome
 
 

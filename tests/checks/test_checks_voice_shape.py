@@ -89,3 +89,20 @@ def test_signature_and_fields_for_existing_callers() -> None:
     shape = check_voice_shape("Bel 015 40 51 00. Dank u. Tot ziens. Echt.", "nl", 3, ["http"])
     assert (shape.sentence_count, shape.sentences_ok, shape.digits_found) == (4, False, True)
     assert shape.forbidden_tokens_found == [] and "4 sentences > max 3" in shape.reasons()
+
+
+def test_adversarial_200_kb_answers_get_the_same_verdicts() -> None:
+    """Answers built to make backtracking patterns quadratic (a 200 kB run of address characters without "@", a
+    run of blank lines, a roman numeral after a unit word repeated) are checked, with the verdicts a short copy
+    gets (their time is printed by scripts/bench-voice-shape, not asserted)."""
+    from bench.voice_shape import check_voice_shape, find_markup, find_roman_numerals, find_urls
+
+    size = 200_000
+    assert find_urls("a" * size) == [] and find_urls("a." * (size // 2)) == []
+    assert find_urls("x" * size + " mail info@example.com") == ["info@example.com"]
+    assert find_markup("\n" * size) == [] and find_markup("\n" * size + "  - item") == ["bullet"]
+    assert find_markup(" \n" * (size // 2) + "| a | b |") == ["table"]
+    assert find_roman_numerals("ward IV " * (size // 8)) == ["IV"] * (size // 8)
+    assert find_roman_numerals("an IV drip. " * (size // 12)) == []
+    shape = check_voice_shape("a" * size, "en", 3, [])
+    assert shape.url_found is False and shape.markdown_found is False
