@@ -32,7 +32,11 @@ SECRET_ENV_VARS = (
     "OPENAI_API_KEY", "DEEPGRAM_API_KEY", "RETELL_API_KEY", "VAPI_API_KEY", "ELEVENLABS_API_KEY",
     "LIVEKIT_API_KEY", "LIVEKIT_API_SECRET", "BENCH_JUDGE_API_KEY", "VOICE_BENCH_JUDGE_API_KEY",
 )
-_SECRET_NAME = re.compile(r"(?i)(api[_-]?key|secret|token|password|passwd|signature|credential|auth)")
+_SECRET_NAME = re.compile(r"(?i)(api[_-]?key|secret|token|password|passwd|passphrase|signature|credential|auth)")
+#: query parameters that carry a credential under a short name (SAS ``sig=``, Azure Functions' and OAuth's
+#: ``code=``): secret only in a URL's query, so ``close code=1008`` in an error text keeps its code
+_URL_SECRET_QUERY = re.compile(r"(?i)([?&](?:sig|code|passphrase)=)([^&\s\"'<>#]+)")
+_SHORT_SECRET_QUERY_NAMES = frozenset({"sig", "code"})
 _QUERY = re.compile(
     r"(?i)\b((?:[a-z_]*(?:key|token|secret|signature|password|auth|credential)[a-z_]*))=([^&\s\"'<>]+)"
 )
@@ -79,7 +83,8 @@ def url_credentials(value: str) -> set[str]:
         found |= {parts.password, urllib.parse.unquote(parts.password)}
     for pair in parts.query.split("&"):
         name, _, raw = pair.partition("=")
-        if raw and (_SECRET_NAME.search(name) or _QUERY.fullmatch(f"{name}=x")):
+        if raw and (_SECRET_NAME.search(name) or _QUERY.fullmatch(f"{name}=x")
+                    or name.lower() in _SHORT_SECRET_QUERY_NAMES):
             found |= {raw, urllib.parse.unquote_plus(raw)}
     return {v for v in found if len(v) >= 6}
 
@@ -191,6 +196,8 @@ def _redact(text: str, values: tuple[str, ...]) -> str:
         text = _BEARER.sub(rf"\1 {MARKER}", text)
     if "=" in text:
         text = _QUERY.sub(rf"\1={MARKER}", text)
+        text = _URL_SECRET_QUERY.sub(lambda m: m.group(0) if m.group(2).startswith(MARKER)
+                                     else f"{m.group(1)}{MARKER}", text)
     if any(hint.search(folded) for hint in _HEADER_HINTS):
         text = _HEADER.sub(lambda m: m.group(0) if m.group(3).startswith(MARKER)
                            else f"{m.group(1)}{m.group(2)}{MARKER}", text)

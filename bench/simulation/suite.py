@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from bench.config import RetryPolicy, SystemConfig
 from bench.engine.registry import REGISTRY, AdapterSpec, create_adapter, register
 from bench.engine.scheduler import check_capabilities
 from bench.errors import BenchError, ConfigError, Problem, ValidationFailed
-from bench.protocol.redact import MARKER, is_secret_name, redact_value
+from bench.protocol.redact import MARKER, is_secret_name, redact, redact_value
 from bench.simulation import assets
 from bench.simulation.config import (
     EndpointSpec,
@@ -157,8 +159,11 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
         config = SystemConfig(id=spec.system_id, adapter=adapter, mode=mode, role=spec.role,
                               concurrency=spec.concurrency, timeout_s=spec.timeout_s,
                               retry=RetryPolicy(max_attempts=spec.max_attempts), options=options)
+    except ValidationError as exc:  # its own text quotes the value (a refused literal credential's tail)
+        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"endpoint {spec.system_id!r}: {fields}") from None
     except ValueError as exc:
-        raise ConfigError(f"endpoint {spec.system_id!r}: {exc}") from None
+        raise ConfigError(f"endpoint {spec.system_id!r}: {redact(str(exc))}") from None
     delivery = spec.session_delivery or (["init", "context"] if adapter in INIT_ADAPTERS else ["context"])
     return SystemSetup(spec=spec, config=config, answerer_target=answerer, session_delivery=list(delivery))
 
