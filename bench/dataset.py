@@ -196,6 +196,9 @@ def validate_files(paths: Iterable[Path | str], known_doc_ids: set[str] | None =
         if raw is None:
             continue
         version, items, references = raw
+        if not items:  # a run over it would record nothing and pass every gate
+            problems.append(Problem(name, "-", "entries", "an empty golden set: the file holds no entries"))
+            continue
         entries: list[GoldenEntry] = []
         for index, item in enumerate(items):
             entry_id = item.get("id") if isinstance(item, dict) and isinstance(item.get("id"), str) else f"#{index}"

@@ -63,3 +63,12 @@ def test_checked_in_schema_matches_the_model():
     from bench.dataset import SCHEMA_PATH, entry_json_schema
 
     assert json.loads(SCHEMA_PATH.read_text(encoding="utf-8")) == entry_json_schema()
+
+
+def test_an_empty_golden_set_is_exit_2_naming_the_file(tmp_path, capsys):
+    for name, text in (("empty-list.json", "[]"), ("empty-entries.json", '{"schema_version": "1.0", "entries": []}')):
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        assert main(["validate", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: -: entries: an empty golden set" in err and "Traceback" not in err
