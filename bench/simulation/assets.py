@@ -4,6 +4,11 @@ A RIFF/WAVE reader for uncompressed audio: integer PCM of 8, 16, 24 or 32 bits a
 (``WAVE_FORMAT_EXTENSIBLE`` with either sub-format too), any rate and channel count. Channels are averaged,
 the rate is converted with the one resampler (``bench.audio.pcm``). Compressed WAV (µ-law, ADPCM, MP3-in-WAV)
 is refused with a message naming the format. Normalized audio is cached by the SHA-256 of the source file.
+
+A valid header over data that is not audio is refused too (``WavError`` says which rule): the data chunk must be
+as long as its header says and hold whole frames at the declared format; float samples must lie in [-1, 1]; and
+the level over the whole file must stay below ``MAX_PLAUSIBLE_RMS`` (-6 dBFS) — random bytes read as full-scale
+noise (about -4.8 dBFS), while recorded environments (a busy street, a cafeteria) sit far below it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from bench.audio.pcm import CANONICAL_RATE, resample_pcm16
 
 DEFAULT_CACHE = Path.home() / ".cache" / "voice-bench" / "environment"
 _PCM, _FLOAT, _EXTENSIBLE = 1, 3, 0xFFFE
+#: RMS over the whole file, as a share of full scale, above which the data is taken for random bytes (-6 dBFS)
+MAX_PLAUSIBLE_RMS = 0.5
 
 
 class WavError(ValueError):
@@ -52,6 +59,11 @@ def read_wav(data: bytes) -> tuple[np.ndarray, WavInfo]:
                 tag = struct.unpack("<H", body[24:26])[0]
             fmt = (tag, channels, rate, bits)
         elif chunk == b"data":
+            if size == 0xFFFFFFFF:  # a streamed WAV (ffmpeg to a pipe): length unknown, the data runs to the end
+                body, size = data[offset + 8:], len(data) - offset - 8
+            if len(body) < size:
+                raise WavError(f"the data chunk declares {size} bytes but the file holds {len(body)} (truncated, or "
+                               "not audio)")
             payload = body
         offset += 8 + size + (size & 1)
     if fmt is None or payload is None:
@@ -81,8 +93,26 @@ def read_wav(data: bytes) -> tuple[np.ndarray, WavInfo]:
     else:
         kind = {6: "A-law", 7: "µ-law", 2: "ADPCM", 0x11: "IMA ADPCM", 0x55: "MP3"}.get(tag, f"format {tag}")
         raise WavError(f"{kind} ({bits}-bit) is not supported; convert to uncompressed PCM WAV")
+    if usable != len(payload):
+        raise WavError(f"the data chunk ({len(payload)} bytes) is not a whole number of {channels}-channel "
+                       f"{bits}-bit frames; the header does not describe this data")
+    if tag == _FLOAT and samples.size and float(np.max(np.abs(samples))) > 1.0:
+        raise WavError("float samples outside [-1, 1]: the data does not decode as the declared format")
     frames = samples.reshape(-1, channels)
+    _check_plausible(frames)
     return frames, WavInfo(sample_rate=rate, channels=channels, bits=bits, format_tag=tag, frames=len(frames))
+
+
+def _check_plausible(frames: np.ndarray) -> None:
+    """Refuse data whose level only random bytes reach (see the module docstring)."""
+    if not frames.size:
+        return
+    rms = float(np.sqrt(np.mean(np.square(frames))))
+    if rms > MAX_PLAUSIBLE_RMS:
+        level = 20 * np.log10(rms)
+        raise WavError(f"the audio's level over the whole file is {level:.1f} dBFS, above the "
+                       f"{20 * np.log10(MAX_PLAUSIBLE_RMS):.0f} dBFS no recorded environment reaches: it reads as "
+                       "full-scale noise, i.e. the data is not audio at the declared format")
 
 
 def to_canonical(data: bytes) -> tuple[bytes, WavInfo]:

@@ -180,3 +180,18 @@ def test_sound_intervals_and_dead_air():
     assert dead_air(intervals, threshold_ms=2000) == [(2200.0, 5000.0)]
     assert dead_air(intervals, threshold_ms=3000) == []
     assert dead_air(intervals, threshold_ms=1000, span=(3000.0, 4000.0)) == [(3000.0, 4000.0)]
+
+
+def test_a_valid_header_over_data_that_is_not_audio_is_refused():
+    rng = np.random.default_rng(19)
+    header_and_noise = _wav(np.zeros(24000), 24000)[:44] + rng.integers(0, 256, 48000, dtype=np.uint8).tobytes()
+    with pytest.raises(WavError, match=r"dBFS.*full-scale noise"):
+        to_canonical(header_and_noise)
+    too_short = _wav(0.1 * np.sin(np.arange(24000) / 10), 24000)[:-1000]  # the header says 1000 bytes more
+    with pytest.raises(WavError, match="declares 48000 bytes but the file holds 47000"):
+        to_canonical(too_short)
+    with pytest.raises(WavError, match="outside \\[-1, 1\\]"):
+        to_canonical(_wav(np.full(100, 3.0), 8000, tag=3, bits=32))
+    # loud but real: a street-level noise floor (-20 dBFS) and a half-scale tone pass
+    street = np.clip(rng.normal(0, 0.1, 24000), -1, 1)
+    assert to_canonical(_wav(street, 24000))[1].frames == 24000
