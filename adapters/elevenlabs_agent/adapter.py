@@ -166,6 +166,10 @@ class ElevenLabsAgentAdapter:
         agent_id = self.options.agent_id or EMULATED_AGENT_ID
         url = await sdk.conversation_url(client, agent_id, requires_auth=self.options.requires_auth,
                                          base_url=base_url)
+        # built before the socket opens: the server waits only briefly for it (the emulator 1 s) and then starts
+        # the conversation with the agent's defaults, so one built on a busy machine after the open arrived late
+        # and was refused as a second initiation (1008 "Conversation already initiated")
+        initiation = self.initiation(spec)
         transport = await WebsocketTransport.open(url, open_timeout=spec.idle_timeout_s)
         cost_reader = None
         if self.options.fetch_cost:
@@ -173,7 +177,7 @@ class ElevenLabsAgentAdapter:
         session = ElevenLabsSession(transport, spec, self.settings(spec), self.capabilities,
                                     cost_reader=cost_reader)
         try:
-            await session.start(self.initiation(spec))
+            await session.start(initiation)
         except BaseException:
             with contextlib.suppress(Exception):
                 await transport.close(graceful=False)

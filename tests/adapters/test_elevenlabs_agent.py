@@ -760,3 +760,28 @@ async def test_live_elevenlabs_agent_conversation() -> None:
         await adapter.close()
     assert first.status == "completed" and "Alice" in (third.final_text or "")
     assert isinstance(events[-1], Usage) and events[-1].billed_minutes > 0
+
+
+async def test_the_initiation_is_ready_before_the_socket_opens() -> None:
+    """Issue 19: on a busy machine the initiation, built after the socket opened, reached the server after its
+    short wait for one (the emulator's ``init_wait_s``); the server had started with the agent's defaults and
+    closed with 1008 "Conversation already initiated". The initiation is built before the socket opens, so the
+    first thing sent on it is the initiation, whatever building it costs."""
+    launched = await launched_system()
+    build = launched.adapter.initiation
+    sockets_at_build: list[int] = []
+
+    def observed_build(spec: Any) -> Any:
+        sockets_at_build.append(connections(launched))
+        return build(spec)
+
+    launched.adapter.initiation = observed_build  # type: ignore[method-assign]
+    try:
+        session = await launched.adapter.open_session(conversation_spec(launched))
+        await session.aclose()
+    finally:
+        await launched.close()
+    assert sockets_at_build == [0]  # built before this conversation's socket was opened
+    received = [m["event"] for m in emulator_log(launched) if m["dir"] == "recv"]
+    assert [m.get("type") for m in received].count("conversation_initiation_client_data") == 1, received[:2]
+    assert received[0]["type"] == "conversation_initiation_client_data"
