@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from bench.audio.pcm import tone_pcm16
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.engine.scheduler import run_benchmark
 from bench.protocol import (
@@ -49,7 +50,7 @@ class ScriptedSession(StreamingSession):
             await asyncio.sleep(3600)
         self.emit(ToolCall(call_id="c1", name="set_conversational_intent", arguments={"intent": "answered"}))
         self.emit(TextDelta(text="Goed. "))
-        self.emit(AudioDelta(pcm16=b"\x00\x00" * 2400))
+        self.emit(AudioDelta(pcm16=tone_pcm16(100)))  # audible: streamed silence is not agent audio
         self.emit(TextDelta(text="Tot ziens."))
         self.emit(Usage(input_text_tokens=10, output_text_tokens=4, vendor_cost_usd=0.001,
                         vendor_latency_ms={"fake_e2e": 12.0}))
@@ -229,7 +230,7 @@ async def test_audio_input_measures_caller_heard_latency_and_keeps_the_recording
                                   adapters={"fake": fake}, input_mode="audio", reports_dir=tmp_path / "reports",
                                   synthesizer=ToneSpeech())
     records = store.turns(outcome.run_id)
-    assert all(r.status == "succeeded" and r.input_mode == "audio" for r in records)
+    assert all(r.status == "succeeded" and r.input_mode == "audio" for r in records), [r.failure_reason for r in records]
     for record in records:
         # the fake's VAD answers 300 + 200 ms after the end of speech (a 20 ms VAD frame of slack, plus loop lag)
         assert 480 <= record.ttfa_ms <= 1500
