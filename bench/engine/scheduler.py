@@ -34,6 +34,7 @@ from bench.engine.executors import Executor, LocalExecutor
 from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
 from bench.engine.registry import create_adapter
+from bench.engine.warmup import warm_up
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode
 from bench.protocol.redact import redact
@@ -387,6 +388,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
         # emulator settings errors are exit 2, before the run is recorded
         await executor.launch(config.systems, adapters, answerer=answerer)
         ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer)
+        await asyncio.to_thread(warm_up)  # imports and first uses before any conversation's clock starts
         if cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
             cost_cap.prepare(config, golden, ctx, input_mode, store.turns(run_id) if resume else [])
         if not resume:
