@@ -11,8 +11,10 @@ harness measures latency to the millisecond: fed 20 ms frames, ``QQ`` hands back
 0.1 ms held back), while soxr's filtered qualities deliver in internal blocks — ``MQ`` and ``HQ`` hand back 0 or
 33 ms of audio per 20 ms frame between 24 and 16 kHz and hold back 25–72 ms at 8 kHz. The price is fidelity: against
 ``VHQ`` on speech, ``QQ`` streams reach 28 dB SNR at 16 kHz and 17 dB at 8 kHz (``HQ``: 57 dB). Pass
-``quality="HQ"`` where delay does not matter (whole-buffer ``resample`` uses ``HQ``). ``AudioConverter`` chains decode (G.711), downmix and resampling
-into canonical audio (``to_canonical``), or the reverse (``from_canonical``), also as a stream.
+``quality="HQ"`` where delay does not matter (whole-buffer ``resample`` uses ``HQ``).
+
+``AudioConverter`` chains decode (G.711), downmix and resampling into canonical audio (``to_canonical``), or the
+reverse (``from_canonical``), also as a stream.
 
 G.711 is computed by the ITU-T reference algorithm (Sun's ``g711.c``, the one CPython's ``audioop`` used), as
 lookup tables built once with numpy: 65,536 entries to encode a 16-bit sample, 256 to decode a byte.
