@@ -143,7 +143,7 @@ def _validate_stored_config(stored: dict, source: str) -> RunConfig:
     """The stored config as a ``RunConfig``; a config that no longer validates is exit 2 naming entry and field."""
     from bench.errors import Problem, ValidationFailed
 
-    data = {k: v for k, v in stored.items() if k != "input_mode"}
+    data = {k: v for k, v in stored.items() if k not in ("input_mode", "barge_in_at_ms")}
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -184,6 +184,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         return estimate_command(config, golden, input_mode, resume=args.resume, store_path=_store_path(args),
                                 cap_usd=args.max_cost_usd, price_emulated=args.price_emulated)
+    if args.barge_in_at_ms is not None and input_mode != "audio":
+        raise ConfigError("--barge-in-at-ms needs --input audio (the caller barges in by speaking)")
     cost_cap = None
     if args.max_cost_usd is not None:
         from bench.engine.budget import CostCap
@@ -205,7 +207,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             outcome = asyncio.run(run_benchmark(config, golden, store, run_id=args.resume, resume=bool(args.resume),
                                                 progress=not args.no_progress, adapters=adapters,
                                                 input_mode=input_mode, reports_dir=config.resolve(config.reports_dir),
-                                                executor=executor, cost_cap=cost_cap))
+                                                executor=executor, cost_cap=cost_cap,
+                                                barge_in_at_ms=args.barge_in_at_ms))
         except ConfigError as exc:  # emulator settings, a dataset changed since the run started, …
             raise _naming(source, exc) from None
         # what the cap did (estimate, actual, what it left unstarted) goes into the report; an earlier
@@ -403,6 +406,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="run an evenly spread subset of N entries")
     run.add_argument("--input", choices=("text", "audio"), default="text",
                      help="send each question as text (default) or as synthesized speech through the audio pump")
+    run.add_argument("--barge-in-at-ms", type=_int_range("--barge-in-at-ms", 0, 60_000), metavar="N",
+                     help="with --input audio: the caller barges in N ms after the agent's audio starts playing; "
+                          "the stop time is measured from the agent's own audio")
     run.add_argument("--resume", metavar="RUN", help="continue a stored run, skipping turns that succeeded")
     run.add_argument("--store", help="store file (default from the config)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")

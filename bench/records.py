@@ -47,7 +47,21 @@ class TurnRecord(BaseModel):
     completion_ms: float | None = None
     #: audio input: end of the caller's speech → start of the agent's speech as the caller hears it (VAD)
     caller_heard_ms: float | None = None
+    #: the agent spoke (text or non-silent audio) this long before the zero point: talk-over, not a latency
+    talk_over_ms: float | None = None
     interrupted: bool = False
+    #: audio input: frames the pump sent late after event-loop stalls, the latest one and the total stretch (ms)
+    pump_late_frames: int | None = None
+    pump_max_late_ms: float | None = None
+    pump_total_late_ms: float | None = None
+    #: a planned barge-in: the caller spoke ``barge_in_offset_ms`` into the agent's audio (as played), having heard
+    #: ``barge_in_played_ms`` of it; ``barge_in_stopped`` False = the agent did not stop (its audio went on);
+    #: the stop times run from the caller's speech start to the agent's last audio arriving / playing
+    barge_in_offset_ms: float | None = None
+    barge_in_played_ms: float | None = None
+    barge_in_stopped: bool | None = None
+    barge_in_stop_ms: float | None = None
+    barge_in_played_stop_ms: float | None = None
     input_text_tokens: int | None = None
     output_text_tokens: int | None = None
     input_audio_tokens: int | None = None

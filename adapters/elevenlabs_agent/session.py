@@ -56,7 +56,6 @@ from adapters.elevenlabs_agent import wire
 from adapters.elevenlabs_agent.errors import client_error, close_error
 from adapters.elevenlabs_agent.initiation import context_update_text, history_text
 from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
-from bench.audio.pcm import resample_pcm16
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,
@@ -71,6 +70,7 @@ from bench.protocol import (
     SessionReady,
     SessionSpec,
     StreamingSession,
+    StreamResampler,
     TextDelta,
     ToolCall,
     ToolResult,
@@ -141,6 +141,9 @@ class ElevenLabsSession(StreamingSession):
         self.conversation_id: str | None = None
         self.input_rate = 16000
         self.output_rate = 16000
+        #: one stream resampler per direction (filter state kept across frames), set for the agreed rates
+        self.audio_in = StreamResampler(spec.audio.sample_rate, self.input_rate)
+        self.audio_out = StreamResampler(self.output_rate, spec.audio.sample_rate)
         self.passages = list(spec.context)
         self._cost_reader = cost_reader
         self._lock = asyncio.Lock()
@@ -175,6 +178,8 @@ class ElevenLabsSession(StreamingSession):
         self.conversation_id = meta.conversation_id
         self.output_rate = wire.audio_format_rate(meta.agent_output_audio_format)
         self.input_rate = wire.audio_format_rate(meta.user_input_audio_format)
+        self.audio_in = StreamResampler(self.spec.audio.sample_rate, self.input_rate)
+        self.audio_out = StreamResampler(self.output_rate, self.spec.audio.sample_rate)
         self.emit(SessionReady(vendor_session_id=meta.conversation_id))
         if self.spec.history:
             await self._send(wire.ContextualUpdate(text=history_text(self.spec.history)))
@@ -206,7 +211,7 @@ class ElevenLabsSession(StreamingSession):
     async def push_audio(self, frame: bytes) -> None:
         if self.settings.text_only:
             raise AdapterError("a text-only conversation takes no audio", code=ErrorCode.UNSUPPORTED, retryable=False)
-        pcm = resample_pcm16(frame, self.spec.audio.sample_rate, self.input_rate)
+        pcm = self.audio_in.push(frame)
         self._audio_since_turn = True
         await self.transport.send({"user_audio_chunk": base64.b64encode(pcm).decode()})
         if self.trace is not None:
@@ -452,7 +457,7 @@ class ElevenLabsSession(StreamingSession):
         response.audio_bytes += len(pcm)
         response.last_frame = time.monotonic()
         rate = self.spec.audio.sample_rate
-        self.emit(AudioDelta(response_id=response.id, pcm16=resample_pcm16(pcm, self.output_rate, rate),
+        self.emit(AudioDelta(response_id=response.id, pcm16=self.audio_out.push(pcm),
                              sample_rate=rate))
 
     # -- wire -----------------------------------------------------------------------------------------

@@ -28,7 +28,6 @@ from adapters.generic.common import (
     live_target,
     session_target,
 )
-from bench.audio.pcm import resample_pcm16
 from bench.config import SystemConfig
 from bench.protocol import (
     AdapterError,
@@ -40,6 +39,7 @@ from bench.protocol import (
     SessionReady,
     SessionSpec,
     StreamingSession,
+    StreamResampler,
     Usage,
 )
 
@@ -114,6 +114,9 @@ class WebSocketEndpointSession(StreamingSession):
         self.transport = transport
         self.input_rate = input_rate
         self.output_rate = output_rate
+        #: one stream resampler per direction (filter state kept across frames)
+        self.audio_in = StreamResampler(spec.audio.sample_rate, input_rate)
+        self.audio_out = StreamResampler(output_rate, spec.audio.sample_rate)
         self.watchdog = StallWatchdog(spec.idle_timeout_s, self._stalled)
         self.response: ResponseState | None = None
         self._pending_id: str | None = None
@@ -150,8 +153,7 @@ class WebSocketEndpointSession(StreamingSession):
     async def push_audio(self, frame: bytes) -> None:
         if self.ended:
             return
-        if self.input_rate != self.spec.audio.sample_rate:
-            frame = resample_pcm16(frame, self.spec.audio.sample_rate, self.input_rate)
+        frame = self.audio_in.push(frame)
         try:
             await self.transport.send(frame)
         except ConnectionClosed as exc:
@@ -183,8 +185,7 @@ class WebSocketEndpointSession(StreamingSession):
 
     def deliver_audio(self, response: ResponseState | None, pcm: bytes) -> None:
         """Hand on agent audio at the session's rate (``response`` None: line audio outside any response)."""
-        if self.output_rate != self.spec.audio.sample_rate:
-            pcm = resample_pcm16(pcm, self.output_rate, self.spec.audio.sample_rate)
+        pcm = self.audio_out.push(pcm)
         if response is not None:
             response.audio_bytes += len(pcm)
         self.emit(AudioDelta.model_construct(pcm16=pcm, sample_rate=self.spec.audio.sample_rate,

@@ -43,7 +43,6 @@ from adapters.generic.common import (
 )
 from adapters.generic.endpoint import EndpointSystem, ResponseState
 from adapters.options import parse_options
-from bench.audio.pcm import resample_pcm16
 from bench.config import SystemConfig
 from bench.protocol import (
     AdapterError,
@@ -56,6 +55,7 @@ from bench.protocol import (
     SessionReady,
     SessionSpec,
     StreamingSession,
+    StreamResampler,
     TextDelta,
     UserTurnSent,
 )
@@ -87,6 +87,8 @@ class HttpSession(StreamingSession):
         super().__init__(capabilities)
         self.options = options
         self.spec = spec
+        #: the endpoint's audio to the session's rate, one stream for the session (filter state across chunks)
+        self.audio_out = StreamResampler(options.audio_sample_rate, spec.audio.sample_rate)
         self.url = target.url
         self.history: list[dict[str, str]] = history_entries(spec)
         self.context = list(spec.context)
@@ -237,7 +239,7 @@ class HttpSession(StreamingSession):
             pcm = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError, TypeError):
             raise malformed(f"audio at {self.options.audio_path!r} is not base64") from None
-        pcm = resample_pcm16(pcm, self.options.audio_sample_rate, self.spec.audio.sample_rate)
+        pcm = self.audio_out.push(pcm)
         response = self._current()
         response.audio_bytes += len(pcm)
         self.emit(AudioDelta(pcm16=pcm, sample_rate=self.spec.audio.sample_rate, response_id=response.response_id))

@@ -125,7 +125,7 @@ class InhouseSession(StreamingSession):
             await super().push_audio(frame)
             return
         if self._endpointer is None:
-            from bench.audio.endpointer import StreamingEndpointer
+            from adapters.inhouse.endpointer import StreamingEndpointer
 
             self._endpointer = StreamingEndpointer(silence_ms=self.speech_input.endpointing_silence_ms,
                                                    sample_rate=self.spec.audio.sample_rate)

@@ -49,7 +49,6 @@ from adapters.intent_tool import (
 )
 from adapters.openai_realtime import wire
 from adapters.prompts import instructions_with_passages
-from bench.audio.pcm import resample_pcm16
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,
@@ -64,6 +63,7 @@ from bench.protocol import (
     ResponseDone,
     SessionReady,
     StreamingSession,
+    StreamResampler,
     TextDelta,
     ToolCall,
     ToolResult,
@@ -298,6 +298,9 @@ class RealtimeSession(StreamingSession):
         super().__init__(capabilities)
         self.transport = transport
         self.config = config
+        #: one stream resampler per direction (filter state kept across frames)
+        self.audio_in = StreamResampler(config.sample_rate, SAMPLE_RATE)
+        self.audio_out = StreamResampler(SAMPLE_RATE, config.sample_rate)
         self.passages = list(config.passages)
         self.base_instructions = config.base_instructions
         #: (direction, wire event type) of every frame, when ``config.trace``
@@ -356,7 +359,7 @@ class RealtimeSession(StreamingSession):
 
     async def push_audio(self, frame: bytes) -> None:
         self._check_open()
-        pcm = resample_pcm16(frame, self.config.sample_rate, SAMPLE_RATE)
+        pcm = self.audio_in.push(frame)
         self._buffered_audio_bytes += len(pcm)
         await self._send(wire.InputAudioBufferAppend(audio=base64.b64encode(pcm).decode()))
 
@@ -574,7 +577,7 @@ class RealtimeSession(StreamingSession):
             turn.speaking = True
             self.emit(AgentSpeechStarted(response_id=turn.response_id))
         rate = self.config.sample_rate
-        self.emit(AudioDelta(pcm16=resample_pcm16(pcm, SAMPLE_RATE, rate), sample_rate=rate,
+        self.emit(AudioDelta(pcm16=self.audio_out.push(pcm), sample_rate=rate,
                              response_id=turn.response_id))
 
     def _stop_speaking(self, turn: _Turn) -> None:

@@ -32,7 +32,6 @@ from typing import Any, Protocol
 from adapters.retell import wire
 from adapters.retell.errors import rest_error, room_error
 from adapters.retell.session import RetellSession, SessionSetup
-from bench.audio.pcm import resample_pcm16
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,
@@ -44,6 +43,7 @@ from bench.protocol import (
     ErrorEvent,
     Interrupted,
     SessionReady,
+    StreamResampler,
     TextDelta,
     Transcript,
     Usage,
@@ -92,6 +92,8 @@ class LiveKitCallRoom:
         self.sample_rate = sample_rate
         self._room: Any = None
         self._source: Any = None
+        #: the microphone's stream resampler (filter state kept across frames), for the rate frames come at
+        self._mic: StreamResampler | None = None
         self._readers: set[asyncio.Task[None]] = set()
 
     async def join(self, url: str, token: str, handlers: RoomHandlers) -> None:
@@ -131,8 +133,9 @@ class LiveKitCallRoom:
     async def push_audio(self, pcm: bytes, sample_rate: int) -> None:
         from livekit import rtc
 
-        if sample_rate != self.sample_rate:
-            pcm = resample_pcm16(pcm, sample_rate, self.sample_rate)
+        if self._mic is None or self._mic.source_rate != sample_rate:
+            self._mic = StreamResampler(sample_rate, self.sample_rate)
+        pcm = self._mic.push(pcm)
         samples = len(pcm) // 2
         if samples:
             await self._source.capture_frame(rtc.AudioFrame(pcm[: samples * 2], self.sample_rate, 1, samples))
@@ -170,6 +173,8 @@ class RetellWebCallSession(RetellSession):
         self._user_text = ""
         self._audio_in_bytes = 0
         self._audio_out_bytes = 0
+        #: the agent's audio to the session's rate (filter state kept across frames), for the rate it comes at
+        self._speaker: StreamResampler | None = None
         self._leaving = False
 
     async def open(self) -> None:
@@ -298,8 +303,9 @@ class RetellWebCallSession(RetellSession):
     def _on_agent_audio(self, pcm: bytes, sample_rate: int) -> None:
         if self.ended:
             return
-        if sample_rate != self.spec.audio.sample_rate:
-            pcm = resample_pcm16(pcm, sample_rate, self.spec.audio.sample_rate)
+        if self._speaker is None or self._speaker.source_rate != sample_rate:
+            self._speaker = StreamResampler(sample_rate, self.spec.audio.sample_rate)
+        pcm = self._speaker.push(pcm)
         response = self._response
         if response is None:
             if _peak(pcm) < SILENCE_PEAK:

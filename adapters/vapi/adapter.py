@@ -27,7 +27,6 @@ from adapters.vapi.assistant import SessionSetup, build_assistant
 from adapters.vapi.call import CALL_CAPABILITIES, VapiCallSession
 from adapters.vapi.chat import CHAT_CAPABILITIES, VapiChatSession
 from adapters.vapi.options import LIVE_CUSTOM_LLM_PORT, VapiOptions
-from bench.audio.pcm import resample_pcm16
 from bench.config import SystemConfig
 from bench.errors import ConfigError
 from bench.orchestrator import Orchestrator, load_system_orchestrator
@@ -91,7 +90,6 @@ class VapiAdapter:
                     port = LIVE_CUSTOM_LLM_PORT if self.mode == "live" else 0
                 await server.start(options.custom_llm_host, port)
                 self.llm_server = server
-            resample_pcm16(bytes(960), 24000, options.sample_rate)  # load the resampler before any timed audio
             self._http = httpx.AsyncClient(timeout=httpx.Timeout(self.system.timeout_s, connect=10.0))
 
     async def close(self) -> None:

@@ -52,7 +52,6 @@ from adapters.vapi.wire import (
     UserInterrupted,
     parse_transport_message,
 )
-from bench.audio.pcm import resample_pcm16
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,
@@ -64,6 +63,7 @@ from bench.protocol import (
     Interrupted,
     SessionReady,
     StreamingSession,
+    StreamResampler,
     TextDelta,
     ToolCall,
     ToolResult,
@@ -113,6 +113,9 @@ class VapiCallSession(StreamingSession):
         self._transport = transport
         self._rate = setup.options.sample_rate
         self._out_rate = setup.spec.audio.sample_rate
+        #: one stream resampler per direction (filter state kept across frames)
+        self._audio_in = StreamResampler(self._out_rate, self._rate)
+        self._audio_out = StreamResampler(self._rate, self._out_rate)
         self._passages = list(setup.spec.context)
         self._current: ResponseState | None = None
         #: cleared after an interruption while what the assistant still sends for the cut-off response is dropped
@@ -169,7 +172,7 @@ class VapiCallSession(StreamingSession):
         if self.ended:  # the stream already carries the reason; the caller's line just goes quiet
             return
         self._input_bytes += len(frame)
-        await self._send(resample_pcm16(frame, self.setup.spec.audio.sample_rate, self._rate))
+        await self._send(self._audio_in.push(frame))
 
     async def end_input(self) -> None:
         """Vapi ends the caller's turn with its own VAD; nothing to commit."""
@@ -321,7 +324,7 @@ class VapiCallSession(StreamingSession):
             return
         response.audio_bytes += len(frame)
         self.emit(AudioDelta(response_id=response.response_id, sample_rate=self._out_rate,
-                             pcm16=resample_pcm16(frame, self._rate, self._out_rate)))
+                             pcm16=self._audio_out.push(frame)))
 
     # -- responses ------------------------------------------------------------------------------------
     def _start_response(self, question: str | None = None) -> ResponseState:

@@ -1,26 +1,33 @@
-"""PCM helpers (mono pcm_s16le): the one resampler, frame slicing, silence and duration."""
+"""PCM helpers (mono pcm_s16le): whole-buffer resampling (soxr, as the stream resampler adapters use), frame
+slicing, silence and duration."""
 
 from __future__ import annotations
 
 import io
 import math
 import wave
-from math import gcd
 
-CANONICAL_RATE = 24000
+import numpy as np
+
+from bench.protocol.audio import CANONICAL_RATE, resample
+
+__all__ = ["CANONICAL_RATE", "SILENCE_LEVEL", "duration_ms", "frame_bytes", "is_silent", "mono_wav", "resample_pcm16",
+           "silence", "split_frames", "tone_pcm16"]
+
+#: samples no louder than this (about -54 dBFS) are silence: the end-of-speech stamp, streamed silence
+SILENCE_LEVEL = 64
+
+
+def is_silent(pcm: bytes) -> bool:
+    """Whether every sample of mono pcm_s16le ``pcm`` is at or below ``SILENCE_LEVEL`` (empty audio is silent)."""
+    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2")
+    return not len(samples) or int(np.abs(samples.astype(np.int32)).max()) <= SILENCE_LEVEL
 
 
 def resample_pcm16(pcm: bytes, source_rate: int, target_rate: int) -> bytes:
-    """``pcm`` at ``target_rate`` (scipy's polyphase filter); unchanged when the rates agree."""
-    if source_rate == target_rate or not pcm:
-        return pcm
-    import numpy as np
-    from scipy.signal import resample_poly
-
-    divisor = gcd(source_rate, target_rate)
-    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float64)
-    out = resample_poly(samples, target_rate // divisor, source_rate // divisor)
-    return np.clip(np.round(out), -32768, 32767).astype("<i2").tobytes()
+    """``pcm`` at ``target_rate``, the whole buffer at once (soxr; a stream is ``bench.protocol.audio.
+    StreamResampler``); unchanged when the rates agree."""
+    return resample(pcm, source_rate, target_rate)
 
 
 def frame_bytes(frame_ms: float, sample_rate: int = CANONICAL_RATE) -> int:
@@ -57,8 +64,6 @@ def mono_wav(pcm: bytes, sample_rate: int = CANONICAL_RATE) -> bytes:
 
 def tone_pcm16(duration_ms: int, sample_rate: int = CANONICAL_RATE, frequency: float = 220.0) -> bytes:
     """A quiet deterministic tone (-20 dBFS) standing in for synthesized speech (emulators have no TTS)."""
-    import numpy as np
-
     samples = int(sample_rate * duration_ms / 1000)
     t = np.arange(samples) / sample_rate
     return (0.1 * 32767 * np.sin(2 * math.pi * frequency * t)).astype("<i2").tobytes()

@@ -4,19 +4,32 @@ Why TEN VAD: measured here on espeak-ng speech in four languages, its speech ons
 (16 ms hop at 16 kHz) and its offset within 6–41 ms, at about 4 ms of CPU per second of audio; webrtcvad-wheels was
 13 ms early at onset and 77–119 ms late at offset (its hang-over) and flags low noise as speech; silero-vad needs
 torch. TEN VAD's native library needs Debian's ``libc++1`` (installed by the scripts).
+
+Tracks reach the VAD's 16 kHz through ``to_vad_rate`` (scipy's polyphase filter, whole-track, off the event loop: the
+simulation's windowed VAD reproduces it exactly); frames on the live path are resampled by soxr streams instead.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import gcd
 
 import numpy as np
-
-from bench.audio.pcm import resample_pcm16
+from scipy.signal import resample_poly
 
 VAD_RATE = 16000
 HOP = 256  # samples at 16 kHz = 16 ms
 HOP_MS = HOP / VAD_RATE * 1000.0
+
+
+def to_vad_rate(pcm: bytes, sample_rate: int) -> bytes:
+    """A whole track of mono pcm_s16le at the VAD's 16 kHz (scipy's polyphase filter)."""
+    if sample_rate == VAD_RATE or not pcm:
+        return pcm
+    divisor = gcd(sample_rate, VAD_RATE)
+    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2").astype(np.float64)
+    out = resample_poly(samples, VAD_RATE // divisor, sample_rate // divisor)
+    return np.clip(np.round(out), -32768, 32767).astype("<i2").tobytes()
 
 
 @dataclass(frozen=True)
@@ -32,7 +45,7 @@ def speech_segments(pcm: bytes, sample_rate: int, *, threshold: float = 0.5, min
         from ten_vad import TenVad
     except OSError as exc:  # the native library is missing
         raise RuntimeError(f"TEN VAD cannot load its native library ({exc}); install Debian's libc++1") from None
-    audio = np.frombuffer(resample_pcm16(pcm, sample_rate, VAD_RATE), dtype="<i2")
+    audio = np.frombuffer(to_vad_rate(pcm, sample_rate), dtype="<i2")
     vad = TenVad(HOP, threshold)
     flags = [vad.process(np.ascontiguousarray(audio[i : i + HOP]))[1] for i in range(0, len(audio) - HOP + 1, HOP)]
     segments: list[SpeechSegment] = []

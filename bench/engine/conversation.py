@@ -2,8 +2,18 @@
 
 Text: the user turn is sent with ``send_text``; the zero point is the session's ``UserTurnSent`` (or the moment
 ``send_text`` returned). Audio: the pump streams the caller's speech paced and — for endpoints with server VAD —
-keeps the line open with silence while the events are read; the zero point is the end of the caller's speech on
-the harness's audio clock, and the caller-heard latency is measured with the VAD on the recorded tracks.
+keeps the line open with silence while the events are read; the caller always finishes its line (an answer that
+ends early does not cut it short). The zero point is the end of the caller's speech on the harness's audio clock,
+the agent's audio is queued on the recorder as it arrives, and the caller-heard latency is measured with the VAD on
+the recorded tracks. Silence is never agent audio: TTFA counts the first non-silent chunk; agent audio (or text)
+before the zero point is talk-over (``talk_over_ms``), never a negative latency.
+
+Barge-in (``BargeIn``): ``offset_ms`` after the agent's audio started playing, the caller says the barge-in line on
+the open line. When its speech starts the caller's client stops playing the agent's audio (``DuplexRecorder.cut``)
+and, for sessions that declare ``interruption``, the engine calls ``session.interrupt(played_ms=...)`` with what the
+caller heard. The stop time comes from the agent's own audio: the last non-silent chunk of the interrupted response
+that arrived after the caller started speaking (and where its playback ended); an agent still sending after
+``BARGE_IN_STOP_LIMIT_S`` did not stop — a result, not an error.
 
 An exchange ends at the ``ResponseDone`` of the answer: a response that carried only tool calls (no text or
 audio) is followed by the spoken one, so it does not end the exchange.
@@ -13,10 +23,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.audio.pcm import is_silent
 from bench.audio.recorder import DuplexRecorder
 from bench.engine.clock import EventTap, Stamped, now
 from bench.engine.pump import AudioPump
@@ -41,6 +53,32 @@ from bench.records import TimelineEvent
 
 #: how long to wait for session-scoped events (usage, cost) after hanging up
 CLOSE_GRACE_S = 3.0
+#: an agent whose audio still arrives (or plays) this long after the caller barged in did not stop
+BARGE_IN_STOP_LIMIT_S = 2.0
+
+
+@dataclass(frozen=True)
+class BargeIn:
+    """A plan's barge-in: ``speech`` said ``offset_ms`` after the agent's audio started playing."""
+
+    offset_ms: float
+    speech: bytes
+
+
+@dataclass
+class BargeInResult:
+    offset_ms: float
+    #: when the caller's barge-in speech started (engine clock); None: the agent never spoke, nothing was said
+    started: float | None = None
+    #: the response that was playing when the caller barged in
+    response_id: str | None = None
+    #: ms of that response the caller had heard when the barge-in speech started
+    played_ms: float | None = None
+    #: from the caller's speech start to the last of the agent's audio arriving / playing (ms)
+    stop_ms: float | None = None
+    played_stop_ms: float | None = None
+    stopped: bool | None = None
+    interrupt_called: bool = False
 
 
 @dataclass
@@ -54,6 +92,11 @@ class Exchange:
     speech_end: float | None = None
     caller_heard_ms: float | None = None
     non_fatal_errors: list[str] = field(default_factory=list)
+    #: audio: the pump's lateness after stalls (``PumpResult``), kept with the exchange for a reader
+    pump_late_frames: int | None = None
+    pump_max_late_ms: float | None = None
+    pump_total_late_ms: float | None = None
+    barge_in: BargeInResult | None = None
 
 
 def _raise_fatal(event: Any) -> None:
@@ -70,9 +113,10 @@ def _answer_done(event: Any, spoke: bool, called_tool: bool) -> bool:
     return not tool_only or event.status != "completed"
 
 
-def _until_done(exchange: Exchange) -> Callable[[Stamped | None], bool]:
+def _until_done(exchange: Exchange,
+                on_audio: Callable[[Stamped], None] | None = None) -> Callable[[Stamped | None], bool]:
     """The handler that reads one exchange's events (``EventTap.watch``): it keeps them, raises a fatal error,
-    notes the zero point and is done at the answer's ``ResponseDone``."""
+    notes the zero point, hands agent audio to ``on_audio`` and is done at the answer's ``ResponseDone``."""
     spoke = called_tool = False
 
     def handle(item: Stamped | None) -> bool:
@@ -81,6 +125,8 @@ def _until_done(exchange: Exchange) -> Callable[[Stamped | None], bool]:
             raise AdapterError("the event stream ended before the response was done", code=ErrorCode.NO_RESPONSE)
         exchange.stamps.append(item)
         event = item.event
+        if on_audio is not None and isinstance(event, AudioDelta):
+            on_audio(item)
         _raise_fatal(event)
         if isinstance(event, ErrorEvent):
             exchange.non_fatal_errors.append(f"{event.code}: {redact(event.message)}")
@@ -118,22 +164,82 @@ async def text_exchange(session: Session, tap: EventTap, text: str) -> Exchange:
 
 async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorder: DuplexRecorder, *,
                          line_open: bool, frame_ms: float = 20.0,
-                         line: Callable[[int], bytes] | None = None) -> Exchange:
+                         line: Callable[[int], bytes] | None = None, barge_in: BargeIn | None = None) -> Exchange:
     """One spoken exchange; ``line`` gives what the open line carries after the speech (room noise), default
-    digital silence."""
+    digital silence. The caller finishes ``speech`` whatever the agent does; with ``barge_in`` it also says that
+    line into the agent's answer (which needs an open line or a session that takes audio while it answers)."""
     exchange = Exchange(input_mode="audio", started=now())
     pump = AudioPump(session, recorder, frame_ms=frame_ms, line=line)
+    loop = asyncio.get_running_loop()
+    barge = BargeInResult(offset_ms=barge_in.offset_ms) if barge_in is not None else None
+    exchange.barge_in = barge
+    barge_done = asyncio.Event()
+    timers: list[asyncio.TimerHandle] = []
+    interrupting: list[asyncio.Task[None]] = []
+    playing: dict[str, str | None] = {}
+
+    async def barge_speak() -> None:
+        assert barge is not None and barge_in is not None
+        utterance = pump.say(barge_in.speech)
+        await utterance.sent.wait()
+        start = utterance.speech_start if utterance.speech_start is not None else utterance.speech_end
+        barge.started = start
+        if start is not None:
+            barge.response_id = playing.get("response_id")
+            barge.played_ms = round(recorder.played_ms(start, barge.response_id), 3)
+            recorder.cut(start)  # the caller's client stops playing the agent when its user speaks
+            if session.capabilities.interruption:
+                barge.interrupt_called = True
+                if "played_ms" in inspect.signature(session.interrupt).parameters:
+                    await session.interrupt(played_ms=barge.played_ms)
+                else:  # an adapter that does not take the played position yet
+                    await session.interrupt()
+        barge_done.set()
+
+    def on_audio(item: Stamped) -> None:
+        event = item.event
+        plays_at = recorder.agent(item.t, event.pcm16, event.sample_rate, event.response_id)
+        if plays_at is None:
+            return
+        playing["response_id"] = event.response_id
+        if barge_in is not None and not timers and not interrupting:
+            # the caller starts the barge-in line ``offset_ms`` into the agent's audio as it plays; its first
+            # frame then takes the place of the next silence frame
+            def fire() -> None:
+                interrupting.append(asyncio.ensure_future(barge_speak()))
+            timers.append(loop.call_later(max(0.0, plays_at + barge_in.offset_ms / 1000.0 - now()), fire))
 
     pumping = asyncio.ensure_future(pump.run(speech, line_open=line_open))
-    reader = tap.watch(_until_done(exchange))
+    reader = tap.watch(_until_done(exchange, on_audio))
     try:
         done, _ = await asyncio.wait({pumping, reader}, return_when=asyncio.FIRST_COMPLETED)
         if pumping in done:
             pumping.result()  # a failed push ends the exchange with its error
         await reader
+        # the caller finishes its line (and, when the plan says so, its barge-in) before the exchange is done
+        waits = [asyncio.ensure_future(pump.speech_ended.wait())]
+        if timers:
+            waits.append(asyncio.ensure_future(barge_done.wait()))
+        try:
+            pending: set[asyncio.Future[Any]] = set(waits)
+            while pending:
+                finished, _ = await asyncio.wait({*pending, pumping}, return_when=asyncio.FIRST_COMPLETED)
+                pending -= finished
+                if pumping in finished:
+                    pumping.result()  # a failed push ends the exchange with its error
+                    if not line_open:
+                        break
+                for task in interrupting:
+                    if task.done():
+                        task.result()
+        finally:
+            for task in waits:
+                task.cancel()
     finally:
         pump.stop.set()
-        for task in (reader, pumping):
+        for timer in timers:
+            timer.cancel()
+        for task in (reader, pumping, *interrupting):
             if not task.done():
                 task.cancel()
             with contextlib.suppress(BaseException):
@@ -141,13 +247,32 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
     result = pump.result
     exchange.speech_end = result.speech_end if result else None
     exchange.zero = exchange.speech_end if exchange.speech_end is not None else exchange.started
-    for item in exchange.stamps:
-        if isinstance(item.event, AudioDelta):
-            recorder.agent(item.t, item.event.pcm16, item.event.sample_rate)
+    if result is not None:
+        exchange.pump_late_frames = result.late_frames
+        exchange.pump_max_late_ms = round(result.max_late_ms, 3)
+        exchange.pump_total_late_ms = round(result.total_late_ms, 3)
+    if barge is not None:
+        _measure_stop(barge, exchange.stamps, recorder)
     if exchange.speech_end is not None and recorder.has_agent_audio:
         # the VAD pass is CPU work: off the event loop, which is stamping other sessions' events meanwhile
         exchange.caller_heard_ms = await asyncio.to_thread(recorder.caller_heard_ms, exchange.speech_end)
     return exchange
+
+
+def _measure_stop(barge: BargeInResult, stamps: list[Stamped], recorder: DuplexRecorder) -> None:
+    """The barge-in's stop time, from the agent's own audio of the interrupted response."""
+    if barge.started is None:
+        return
+    arrivals = [item.t for item in stamps if isinstance(item.event, AudioDelta) and item.t >= barge.started
+                and (barge.response_id is None or item.event.response_id == barge.response_id)
+                and not is_silent(item.event.pcm16)]
+    stopped_arriving = max(arrivals, default=barge.started)
+    played_end = recorder.playback_end(barge.response_id)
+    stopped_playing = max(played_end, barge.started) if played_end is not None else barge.started
+    barge.stop_ms = round((stopped_arriving - barge.started) * 1000.0, 3)
+    barge.played_stop_ms = round((stopped_playing - barge.started) * 1000.0, 3)
+    limit_ms = BARGE_IN_STOP_LIMIT_S * 1000.0
+    barge.stopped = barge.stop_ms <= limit_ms and barge.played_stop_ms <= limit_ms
 
 
 async def hang_up(session: Session, tap: EventTap) -> list[Stamped]:
@@ -212,8 +337,8 @@ def fold(exchange: Exchange, late: list[Stamped] = ()) -> dict[str, Any]:
             audio_chunks += 1
             audio_bytes += len(event.pcm16)
             audio_rate = event.sample_rate
-            if first_audio is not None:
-                continue
+            if first_audio is not None or is_silent(event.pcm16):
+                continue  # streamed silence is not the agent speaking
             first_audio = stamp
             timeline.append(TimelineEvent(t_ms=ms(stamp), type="audio_first", detail={"bytes": len(event.pcm16)}))
             continue
@@ -248,6 +373,13 @@ def fold(exchange: Exchange, late: list[Stamped] = ()) -> dict[str, Any]:
         timeline.append(TimelineEvent(t_ms=timeline[-1].t_ms if timeline else 0.0, type="audio_summary",
                                       detail={"chunks": audio_chunks, "bytes": audio_bytes}))
         usage.setdefault("output_audio_seconds", audio_bytes / 2 / audio_rate)
+    # agent output before the zero point is talk-over (the agent spoke before the caller had finished), recorded
+    # as such; no latency is negative
+    early = [t for t in (first_text, first_audio) if t is not None and t < zero]
+    talk_over_ms = round((zero - min(early)) * 1000.0, 3) if early else None
+    if talk_over_ms is not None:
+        timeline.append(TimelineEvent(t_ms=ms(min(early)), type="talk_over", detail={"ms": talk_over_ms}))
+    first_text, first_audio, done = (None if t is None or t < zero else t for t in (first_text, first_audio, done))
     answer = "".join(text_parts).strip()
     if final is not None and final.final_text:
         answer = final.final_text.strip()
@@ -264,10 +396,23 @@ def fold(exchange: Exchange, late: list[Stamped] = ()) -> dict[str, Any]:
         ttfa_ms=ms(first_audio) if first_audio is not None else None,
         completion_ms=ms(done) if done is not None else None,
         caller_heard_ms=exchange.caller_heard_ms,
+        talk_over_ms=talk_over_ms,
         interrupted=interrupted,
+        pump_late_frames=exchange.pump_late_frames, pump_max_late_ms=exchange.pump_max_late_ms,
+        pump_total_late_ms=exchange.pump_total_late_ms,
+        **_barge_in_fields(exchange.barge_in),
         vendor_latency_ms=vendor_latency, tool_calls=tool_calls, timeline=timeline,
         **usage,
     )
+
+
+def _barge_in_fields(barge: BargeInResult | None) -> dict[str, Any]:
+    if barge is None:
+        return {}
+    return dict(barge_in_offset_ms=barge.offset_ms, barge_in_played_ms=barge.played_ms,
+                barge_in_stop_ms=barge.stop_ms if barge.stopped else None,
+                barge_in_played_stop_ms=barge.played_stop_ms if barge.stopped else None,
+                barge_in_stopped=barge.stopped)
 
 
 def event_rows(stamps: list[Stamped], origin: float) -> list[dict[str, Any]]:

@@ -1,33 +1,64 @@
 """The full-duplex audio pump: paced caller audio pushed into a session while its events are read concurrently.
 
-Frames of ``frame_ms`` go out on the engine clock as a microphone would deliver them (frame *k* once its audio has
+Frames of ``frame_ms`` go out on the audio clock as a microphone would deliver them (frame *k* once its audio has
 been "spoken", at ``t0 + (k + 1) · frame_ms``). With ``line_open`` (endpoints with server VAD) the pump keeps
 sending silence after the speech, like a phone line, until it is stopped; otherwise it commits with
-``end_input()`` right after the speech. The end of the caller's speech is taken on the harness's own audio clock:
-the send stamp of the frame holding the last non-silent sample, minus the audio after that sample in the frame.
+``end_input()`` right after the speech. ``say`` queues more speech on an open line (a barge-in): it replaces the
+silence from the next frame on.
+
+The pump never bursts. A frame sent later than ``LATE_TOLERANCE`` of a frame after it was due (the event loop
+stalled) moves the line's schedule back by that much: the next frame follows one frame later, so the caller's audio
+is stretched by the stall, as a real line's would be, instead of the overdue frames going out at once. Each such
+frame's lateness is recorded (``PumpResult``: late frames, max and total lateness). Times come from the actual send
+stamps: the end of an utterance is the send stamp of the frame holding its last non-silent sample, minus the audio
+after that sample in the frame.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from bench.audio.pcm import CANONICAL_RATE, frame_bytes, silence, split_frames
+from bench.audio.pcm import CANONICAL_RATE, SILENCE_LEVEL, frame_bytes, silence, split_frames
 from bench.audio.recorder import DuplexRecorder
 from bench.engine.clock import now
 from bench.protocol import Session
 
-#: samples quieter than this (about -54 dBFS) are silence for the end-of-speech stamp
-SILENCE_LEVEL = 64
+__all__ = ["SILENCE_LEVEL", "AudioPump", "PumpResult", "Utterance", "first_voiced_sample", "last_voiced_sample"]
+
+#: a frame later than this share of a frame is a stall: the schedule moves back instead of catching up
+LATE_TOLERANCE = 0.5
+
+
+def _voiced(pcm: bytes) -> np.ndarray:
+    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2")
+    return np.nonzero(np.abs(samples.astype(np.int32)) > SILENCE_LEVEL)[0]
 
 
 def last_voiced_sample(pcm: bytes) -> int | None:
-    samples = np.frombuffer(pcm[: len(pcm) // 2 * 2], dtype="<i2")
-    voiced = np.nonzero(np.abs(samples.astype(np.int32)) > SILENCE_LEVEL)[0]
+    voiced = _voiced(pcm)
     return int(voiced[-1]) if len(voiced) else None
+
+
+def first_voiced_sample(pcm: bytes) -> int | None:
+    voiced = _voiced(pcm)
+    return int(voiced[0]) if len(voiced) else None
+
+
+@dataclass
+class Utterance:
+    """One stretch of caller speech the pump sends; its start and end are stamped on the audio clock as sent."""
+
+    frames: list[bytes]
+    first_voiced: int | None
+    last_voiced: int | None
+    speech_start: float | None = None
+    speech_end: float | None = None
+    sent: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass
@@ -35,6 +66,12 @@ class PumpResult:
     started: float
     speech_end: float | None
     frames: int
+    #: frames that went out more than ``LATE_TOLERANCE`` of a frame late (each moved the schedule back)
+    late_frames: int = 0
+    #: the latest any frame went out after it was due, ms
+    max_late_ms: float = 0.0
+    #: how far stalls moved the line's schedule back in all (the caller's audio was stretched by this), ms
+    total_late_ms: float = 0.0
 
 
 class AudioPump:
@@ -49,40 +86,74 @@ class AudioPump:
         self.stop = asyncio.Event()
         self.speech_ended = asyncio.Event()
         self.result: PumpResult | None = None
+        self._queue: deque[tuple[Utterance, int]] = deque()
+
+    def say(self, speech: bytes) -> Utterance:
+        """Queue ``speech`` to be sent after what is queued (on an open line, in place of the silence)."""
+        utterance = Utterance(split_frames(speech, self.frame_ms, self.sample_rate), first_voiced_sample(speech),
+                              last_voiced_sample(speech))
+        self._queue.extend((utterance, index) for index in range(len(utterance.frames)))
+        if not utterance.frames:
+            utterance.sent.set()
+        return utterance
+
+    def _stamp(self, utterance: Utterance, index: int, sent: float) -> None:
+        """Note the utterance's speech start and end as frame ``index`` of it went out at ``sent``."""
+        per_frame = frame_bytes(self.frame_ms, self.sample_rate) // 2
+        frame_start = sent - per_frame / self.sample_rate
+        first, last = utterance.first_voiced, utterance.last_voiced
+        if first is not None and first // per_frame == index:
+            utterance.speech_start = frame_start + (first - index * per_frame) / self.sample_rate
+        if last is not None and last // per_frame == index:
+            after = per_frame - (last - index * per_frame) - 1
+            utterance.speech_end = sent - after / self.sample_rate
+        if index == len(utterance.frames) - 1:
+            if utterance.speech_end is None:
+                utterance.speech_end = sent
+            utterance.sent.set()
 
     async def run(self, speech: bytes, *, line_open: bool) -> PumpResult:
         """Send ``speech`` paced, then silence (``line_open``) until ``stop`` is set, or commit and return."""
-        frames = split_frames(speech, self.frame_ms, self.sample_rate)
-        samples_per_frame = frame_bytes(self.frame_ms, self.sample_rate) // 2
-        last = last_voiced_sample(speech)
-        last_frame = None if last is None else last // samples_per_frame
+        first = self.say(speech)
         quiet = silence(self.frame_ms, self.sample_rate)
         step = self.frame_ms / 1000.0
         started = now()
         result = PumpResult(started=started, speech_end=None, frames=0)
         self.result = result
+        anchor = started  # the schedule: frame k is due at anchor + (k + 1) · step
         index = 0
         while True:
-            speaking = index < len(frames)
-            if not speaking and (not line_open or self.stop.is_set()):
+            if not self._queue and first.sent.is_set() and (not line_open or self.stop.is_set()):
                 break
-            delay = started + (index + 1) * step - now()
+            due = anchor + (index + 1) * step
+            delay = due - now()
             if delay > 0:
                 await asyncio.sleep(delay)
-            frame = frames[index] if speaking else (self.line(len(quiet)) if self.line else quiet)
+            ready = now()
+            late = ready - due
+            if late > LATE_TOLERANCE * step:  # a stall: send late, once, and move the schedule back
+                result.late_frames += 1
+                result.total_late_ms += late * 1000.0
+                anchor += late
+            result.max_late_ms = max(result.max_late_ms, late * 1000.0)
+            if self._queue:
+                utterance, position = self._queue.popleft()
+                frame = utterance.frames[position]
+            else:
+                utterance, position = None, -1
+                frame = self.line(len(quiet)) if self.line else quiet
             await self.session.push_audio(frame)
             sent = now()
             self.recorder.caller(sent, frame)
             result.frames += 1
-            if speaking and index == last_frame and last is not None:
-                after = samples_per_frame - (last - index * samples_per_frame) - 1
-                result.speech_end = sent - after / self.sample_rate
             index += 1
-            if index == len(frames):
-                if result.speech_end is None:
-                    result.speech_end = sent
-                self.speech_ended.set()
-                if not line_open:
-                    await self.session.end_input()
+            if utterance is not None:
+                self._stamp(utterance, position, sent)
+                if utterance is first and first.sent.is_set():
+                    result.speech_end = first.speech_end
+                    self.speech_ended.set()
+                    if not line_open:
+                        await self.session.end_input()
+        result.speech_end = first.speech_end
         self.speech_ended.set()
         return result

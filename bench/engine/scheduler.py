@@ -29,11 +29,12 @@ from bench.audio.recorder import DuplexRecorder
 from bench.config import RunConfig, SystemConfig
 from bench.dataset import GoldenEntry, GoldenSet
 from bench.engine.clock import EventTap, Stamped, now
-from bench.engine.conversation import Exchange, audio_exchange, event_rows, fold, hang_up, text_exchange
+from bench.engine.conversation import BargeIn, Exchange, audio_exchange, event_rows, fold, hang_up, text_exchange
 from bench.engine.executors import Executor, LocalExecutor
 from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
 from bench.engine.registry import create_adapter
+from bench.engine.warmup import warm_up
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode
 from bench.protocol.redact import redact
@@ -101,6 +102,10 @@ class RunContext:
     input_mode: str
     context: dict[str, list[str]] = field(default_factory=dict)
     speech: dict[str, bytes] = field(default_factory=dict)
+    #: audio: the caller barges in this many ms after the agent's audio starts playing (None: it does not)
+    barge_in_at_ms: float | None = None
+    #: language → what the caller says when it barges in
+    barge_speech: dict[str, bytes] = field(default_factory=dict)
     #: system id → entry id → session context, for systems whose strategy is not shared_retriever (full_kb: the
     #: knowledge base; vendor_native: nothing); ``context`` stays the shared passages faithfulness is judged on
     system_context: dict[str, dict[str, list[str]]] = field(default_factory=dict)
@@ -167,6 +172,11 @@ def system_info(system: SystemConfig, adapter: Any) -> SystemInfo:
                       details={"concurrency": system.concurrency, "timeout_s": system.timeout_s,
                                "capabilities": adapter.capabilities.model_dump(), "options": system.options,
                                "notes": list(getattr(adapter, "notes", []))})
+
+
+#: what the caller says when it barges in, by language (English for the others)
+BARGE_IN_LINES = {"en": "Sorry, wait a moment.", "nl": "Sorry, wacht even.", "de": "Entschuldigung, einen Moment.",
+                  "fr": "Pardon, un instant.", "es": "Perdón, un momento."}
 
 
 def _stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:
@@ -242,8 +252,11 @@ class _Attempt:
                     if self.ctx.input_mode == "audio":
                         self.recorder = DuplexRecorder(origin=now())
                         self.launched.expect_utterance(spec, entry.phone_question)
+                        barge_in = None if self.ctx.barge_in_at_ms is None else BargeIn(
+                            self.ctx.barge_in_at_ms, self.ctx.barge_speech[entry.language])
                         exchange = await audio_exchange(session, tap, self.ctx.speech[entry.id], self.recorder,
-                                                        line_open=session.capabilities.server_vad)
+                                                        line_open=session.capabilities.server_vad,
+                                                        barge_in=barge_in)
                     else:
                         exchange = await text_exchange(session, tap, entry.phone_question)
                 finally:
@@ -377,12 +390,12 @@ def _interleave(per_system: dict[str, list[GoldenUnit]]) -> list[GoldenUnit]:
 
 
 async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str, run_id: str,
-                          synthesizer: Any | None) -> RunContext:
+                          synthesizer: Any | None, barge_in_at_ms: float | None = None) -> RunContext:
     """Retrieval once per question (the same passages for every system), each system's context strategy
     (``bench.knowledge.strategy_contexts``; full_kb that does not fit is exit 2) and, for audio, the speech."""
     from bench.knowledge import languages_of, load_knowledge_base, strategy_contexts
 
-    ctx = RunContext(run_id=run_id, input_mode=input_mode)
+    ctx = RunContext(run_id=run_id, input_mode=input_mode, barge_in_at_ms=barge_in_at_ms)
     if config.context_top_k:  # context_top_k 0: no shared passages, and no search (BM25 scores every document)
         kb = load_knowledge_base()
         for entry in golden.entries:
@@ -398,6 +411,11 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
             return {e.id: synth.pcm(e.phone_question, e.language) for e in golden.entries}
 
         ctx.speech = await asyncio.to_thread(render)
+        if barge_in_at_ms is not None:
+            languages = sorted({e.language for e in golden.entries})
+            ctx.barge_speech = await asyncio.to_thread(
+                lambda: {language: synth.pcm(BARGE_IN_LINES.get(language, BARGE_IN_LINES["en"]), language)
+                         for language in languages})
     return ctx
 
 
@@ -405,7 +423,8 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                         resume: bool = False, progress: bool = True, adapters: dict[str, Any] | None = None,
                         input_mode: str = "text", reports_dir: Path | None = None,
                         synthesizer: Any | None = None, answerer: Any | None = None,
-                        executor: Executor | None = None, cost_cap: Any | None = None) -> RunOutcome:
+                        executor: Executor | None = None, cost_cap: Any | None = None,
+                        barge_in_at_ms: float | None = None) -> RunOutcome:
     """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``.
 
     ``executor`` says where conversations run (``bench.engine.executors``; default the local executor, asyncio
@@ -421,6 +440,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
             raise ConfigError(f"run {run_id}: dataset changed since the run started "
                               f"({existing.dataset_sha256[:12]} != {golden.sha256[:12]}); start a new run")
         input_mode = existing.config.get("input_mode", input_mode)
+        barge_in_at_ms = existing.config.get("barge_in_at_ms", barge_in_at_ms)
         done = store.completed_keys(run_id)
     else:
         run_id = run_id or new_run_id()
@@ -429,7 +449,8 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
     try:
         # emulator settings errors are exit 2, before the run is recorded
         await executor.launch(config.systems, adapters, answerer=answerer)
-        ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer)
+        ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer, barge_in_at_ms)
+        await asyncio.to_thread(warm_up)  # imports and first uses before any conversation's clock starts
         if cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
             cost_cap.prepare(config, golden, ctx, input_mode, store.turns(run_id) if resume else [])
         if not resume:
@@ -437,7 +458,9 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                 run_id=run_id, created_at=_now_iso(), finished_at=None, status="running",
                 dataset_path=golden.path, dataset_sha256=golden.sha256, trials=config.trials,
                 systems=[system_info(s, adapters[s.id]) for s in config.systems],
-                config={**config.model_dump(mode="json"), "input_mode": input_mode}, harness_version=__version__,
+                config={**config.model_dump(mode="json"), "input_mode": input_mode,
+                        **({"barge_in_at_ms": barge_in_at_ms} if barge_in_at_ms is not None else {})},
+                harness_version=__version__,
             ))
         per_system = {s.id: [GoldenUnit(s.id, entry, trial) for trial in range(config.trials)
                              for entry in golden.entries if (s.id, entry.id, trial) not in done]

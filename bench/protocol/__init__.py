@@ -4,6 +4,7 @@ This package imports nothing else from the repository, so adapters, emulators, t
 code can all depend on it without depending on each other (DESIGN.md, "Layout to grow toward").
 """
 
+from bench.protocol.audio import AUDIO_FORMAT, AudioConverter, AudioFormat, StreamResampler
 from bench.protocol.capabilities import Capabilities
 from bench.protocol.errors import AdapterError, ErrorCode
 from bench.protocol.events import (
@@ -26,8 +27,6 @@ from bench.protocol.events import (
     UserTurnSent,
 )
 from bench.protocol.session import (
-    AUDIO_FORMAT,
-    AudioFormat,
     ContextUpdate,
     Endpoint,
     HistoryMessage,
@@ -43,6 +42,7 @@ __all__ = [
     "AdapterError",
     "AgentSpeechStarted",
     "AgentSpeechStopped",
+    "AudioConverter",
     "AudioDelta",
     "AudioFormat",
     "Capabilities",
@@ -57,6 +57,7 @@ __all__ = [
     "Session",
     "SessionReady",
     "SessionSpec",
+    "StreamResampler",
     "StreamingSession",
     "SystemUnderTest",
     "TextDelta",

@@ -26,29 +26,11 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from bench.protocol.audio import AUDIO_FORMAT, AudioFormat
 from bench.protocol.capabilities import Capabilities
 from bench.protocol.errors import AdapterError, ErrorCode
 from bench.protocol.events import ErrorEvent, Event, ResponseDone
 from bench.protocol.redact import redact
-
-
-class AudioFormat(BaseModel):
-    """The harness's canonical audio: mono pcm_s16le."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    sample_rate: int = 24000
-    channels: Literal[1] = 1
-    sample_width: Literal[2] = 2
-
-    def bytes_for_ms(self, ms: float) -> int:
-        return int(self.sample_rate * ms / 1000) * self.sample_width
-
-    def ms_for_bytes(self, n: int) -> float:
-        return n / self.sample_width / self.sample_rate * 1000.0
-
-
-AUDIO_FORMAT = AudioFormat()
 
 
 class Endpoint(BaseModel):
@@ -129,8 +111,8 @@ class Session(ABC):
         """The caller stopped speaking: commit the audio and ask for a response (a hint under server VAD)."""
         raise AdapterError("this session takes no audio input", code=ErrorCode.UNSUPPORTED, retryable=False)
 
-    async def interrupt(self) -> None:
-        """Barge in: stop the agent's current response."""
+    async def interrupt(self, played_ms: float | None = None) -> None:
+        """Barge in: stop the agent's current response (``played_ms``: how much of it the caller heard)."""
         raise AdapterError("this session cannot be interrupted", code=ErrorCode.UNSUPPORTED, retryable=False)
 
     async def update_context(self, update: ContextUpdate) -> None:

@@ -84,7 +84,7 @@ def _frame_levels(x: np.ndarray, sample_rate: int, frame_ms: float) -> np.ndarra
 def _resampler(up: int, down: int, n_in: int) -> tuple[np.ndarray, int, int]:
     """What ``scipy.signal.resample_poly(x, up, down)`` computes before filtering, for inputs of ``n_in`` samples:
     its default low-pass filter (Kaiser window, beta 5) padded so the output is centred, and the output slice. Built
-    once per window length instead of on every window; the result equals ``bench.audio.pcm.resample_pcm16``."""
+    once per window length instead of on every window; the result equals ``bench.audio.vad.to_vad_rate``."""
     from scipy.signal import firwin
 
     def output_len(len_h: int) -> int:  # what upfirdn returns for n_in samples

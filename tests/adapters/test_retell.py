@@ -475,11 +475,12 @@ async def test_web_call_joins_the_room_and_maps_data_packets_and_agent_audio(mon
         "What are the visiting hours?")
     assert text_of(events) == "From two to eight." and events[-1].final_text == "From two to eight."
     audio = next(e for e in events if e.type == "audio_delta")
-    assert audio.sample_rate == 24000 and len(audio.pcm16) == 24000 * 2 * 40 // 1000  # resampled from 48 kHz
+    # resampled from 48 kHz as a stream (it may hold back a few samples until the next chunk)
+    assert audio.sample_rate == 24000 and abs(len(audio.pcm16) - 24000 * 2 * 40 // 1000) <= 16
     assert events[-1].retrieved_context == [PASSAGE] and events[-1].status == "completed"
     usage = next(e for e in closing if e.type == "usage")
     assert usage.scope == "session" and usage.input_audio_seconds == pytest.approx(0.4)
-    assert usage.output_audio_seconds == pytest.approx(0.04)
+    assert usage.output_audio_seconds == pytest.approx(0.04, abs=0.001)
 
 
 async def test_web_call_barge_in_ends_the_response_as_interrupted(monkeypatch):

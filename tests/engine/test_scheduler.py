@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from bench.audio.pcm import tone_pcm16
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.engine.scheduler import run_benchmark
 from bench.protocol import (
@@ -49,7 +50,7 @@ class ScriptedSession(StreamingSession):
             await asyncio.sleep(3600)
         self.emit(ToolCall(call_id="c1", name="set_conversational_intent", arguments={"intent": "answered"}))
         self.emit(TextDelta(text="Goed. "))
-        self.emit(AudioDelta(pcm16=b"\x00\x00" * 2400))
+        self.emit(AudioDelta(pcm16=tone_pcm16(100)))  # audible: streamed silence is not agent audio
         self.emit(TextDelta(text="Tot ziens."))
         self.emit(Usage(input_text_tokens=10, output_text_tokens=4, vendor_cost_usd=0.001,
                         vendor_latency_ms={"fake_e2e": 12.0}))
@@ -290,3 +291,23 @@ async def test_report_shows_caller_heard_latency_beside_ttfa(golden, tmp_path):
     paths = write_report(store, outcome.run_id, subset, tmp_path / "report", judge=OfflineFaithfulnessChecker())
     html = paths.html.read_text(encoding="utf-8")
     assert "caller-heard" in html and "Caller-heard p50" in html
+
+
+async def test_a_run_can_ask_for_a_barge_in_and_stores_its_figures(golden, tmp_path):
+    """``--barge-in-at-ms``: the caller speaks into the answer; the turn says whether and when the agent stopped."""
+    from bench.audio.pcm import tone_pcm16
+
+    class ToneSpeech:
+        def pcm(self, text, language):
+            return b"\x00" * 4800 + tone_pcm16(600)
+
+    store = Store(tmp_path / "s.sqlite")
+    outcome = await run_benchmark(RunConfig(systems=[_system(timeout_s=20)]),
+                                  golden.model_copy(update={"entries": golden.entries[:1]}), store, progress=False,
+                                  adapters={"fake": FakeSystem(leading_silence_ms=0)}, input_mode="audio",
+                                  synthesizer=ToneSpeech(), barge_in_at_ms=100)
+    [record] = store.turns(outcome.run_id)
+    assert record.status == "succeeded", record.failure_reason
+    assert record.barge_in_offset_ms == 100 and record.barge_in_stopped is not None
+    assert record.barge_in_played_ms is not None and record.barge_in_played_ms >= 80
+    assert store.get_run(outcome.run_id).config["barge_in_at_ms"] == 100

@@ -1,8 +1,8 @@
-"""A streaming end-of-speech detector for speech front ends that run in process (e.g. the in-house stack's).
+"""The in-house front end's streaming end-of-speech detector (the adapter's own: its delay counts in the row).
 
-Frames of 24 kHz mono pcm_s16le are resampled to 16 kHz and judged by TEN VAD hop by hop (16 ms); a segment
-starts after ``min_speech_ms`` of speech and ends after ``silence_ms`` of non-speech, as a telephony endpointer
-decides. ``push`` returns the events each frame caused.
+Frames of 24 kHz mono pcm_s16le are resampled to 16 kHz as one stream (``bench.protocol.StreamResampler``) and
+judged by TEN VAD hop by hop (16 ms); a segment starts after ``min_speech_ms`` of speech and ends after
+``silence_ms`` of non-speech, as a telephony endpointer decides. ``push`` returns the events each frame caused.
 """
 
 from __future__ import annotations
@@ -11,8 +11,13 @@ from typing import Literal
 
 import numpy as np
 
-from bench.audio.pcm import CANONICAL_RATE, resample_pcm16
-from bench.audio.vad import HOP, HOP_MS, VAD_RATE
+from bench.protocol import StreamResampler
+from bench.protocol.audio import CANONICAL_RATE
+
+#: TEN VAD's input: 16 kHz, judged in hops of 256 samples (16 ms), as ``bench.audio.vad`` runs it
+VAD_RATE = 16000
+HOP = 256
+HOP_MS = HOP / VAD_RATE * 1000.0
 
 EndpointEvent = Literal["speech_started", "speech_stopped"]
 
@@ -28,13 +33,14 @@ class StreamingEndpointer:
         self.silence_ms = silence_ms
         self.min_speech_ms = min_speech_ms
         self.sample_rate = sample_rate
+        self._resampler = StreamResampler(sample_rate, VAD_RATE)
         self._pending = np.zeros(0, dtype="<i2")
         self.speaking = False
         self._speech_ms = 0.0
         self._silence_ms = 0.0
 
     def push(self, frame: bytes) -> list[EndpointEvent]:
-        samples = np.frombuffer(resample_pcm16(frame, self.sample_rate, VAD_RATE), dtype="<i2")
+        samples = np.frombuffer(self._resampler.push(frame), dtype="<i2")
         self._pending = np.concatenate([self._pending, samples])
         events: list[EndpointEvent] = []
         while len(self._pending) >= HOP:
