@@ -70,7 +70,11 @@ def _answer_done(event: Any, spoke: bool, called_tool: bool) -> bool:
     return not tool_only or event.status != "completed"
 
 
-def _until_done(exchange: Exchange) -> Callable[[Stamped | None], bool]:
+#: sees every stamped event of an exchange as it is read (the tool router, the playback tracker)
+Observer = Callable[[Stamped], None]
+
+
+def _until_done(exchange: Exchange, observe: Observer | None = None) -> Callable[[Stamped | None], bool]:
     """The handler that reads one exchange's events (``EventTap.watch``): it keeps them, raises a fatal error,
     notes the zero point and is done at the answer's ``ResponseDone``."""
     spoke = called_tool = False
@@ -80,6 +84,8 @@ def _until_done(exchange: Exchange) -> Callable[[Stamped | None], bool]:
         if item is None:
             raise AdapterError("the event stream ended before the response was done", code=ErrorCode.NO_RESPONSE)
         exchange.stamps.append(item)
+        if observe is not None:
+            observe(item)
         event = item.event
         _raise_fatal(event)
         if isinstance(event, ErrorEvent):
@@ -98,10 +104,11 @@ async def _read_until_done(tap: EventTap, exchange: Exchange, on_first_response:
     await tap.watch(_until_done(exchange))
 
 
-async def text_exchange(session: Session, tap: EventTap, text: str) -> Exchange:
+async def text_exchange(session: Session, tap: EventTap, text: str, *, observe: Observer | None = None) -> Exchange:
+    """One typed exchange; ``observe`` sees each event as it is read (``bench.engine.tools.ToolRouter``)."""
     exchange = Exchange(input_mode="text", started=now())
     # the events are read where the tap stamps them: one future for the whole exchange, no reader task
-    reader = tap.watch(_until_done(exchange))
+    reader = tap.watch(_until_done(exchange, observe))
     try:
         await session.send_text(text)
         sent = now()
@@ -118,14 +125,14 @@ async def text_exchange(session: Session, tap: EventTap, text: str) -> Exchange:
 
 async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorder: DuplexRecorder, *,
                          line_open: bool, frame_ms: float = 20.0,
-                         line: Callable[[int], bytes] | None = None) -> Exchange:
+                         line: Callable[[int], bytes] | None = None, observe: Observer | None = None) -> Exchange:
     """One spoken exchange; ``line`` gives what the open line carries after the speech (room noise), default
-    digital silence."""
+    digital silence; ``observe`` sees each event as it is read (tool router, playback tracker)."""
     exchange = Exchange(input_mode="audio", started=now())
     pump = AudioPump(session, recorder, frame_ms=frame_ms, line=line)
 
     pumping = asyncio.ensure_future(pump.run(speech, line_open=line_open))
-    reader = tap.watch(_until_done(exchange))
+    reader = tap.watch(_until_done(exchange, observe))
     try:
         done, _ = await asyncio.wait({pumping, reader}, return_when=asyncio.FIRST_COMPLETED)
         if pumping in done:
