@@ -89,6 +89,7 @@ class ElevenLabsAgentAdapter:
             audio_output=voice,
             tool_events=options.intent_tool,
             interruption=True,
+            client_tools=True,
             usage=True,
             server_vad=voice,
             multi_turn=True,
