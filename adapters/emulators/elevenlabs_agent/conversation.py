@@ -14,7 +14,8 @@ response, planned by the kit's speaker: the intent ``client_tool_call`` (when th
 the answerer routes intents; the ``client_tool_result`` is awaited; likewise a call of another configured
 client tool when the caller's request asks for it (``brain.tools``), whose result the agent then speaks), then in
 voice mode ``agent_response`` (the whole text, at the first-token time) and paced ``audio`` chunks, in text-only
-mode ``agent_chat_response_part`` start/delta…/stop and ``agent_response``; ``agent_response_complete`` only when the agent has that client event.
+mode ``agent_chat_response_part`` start/delta…/stop and ``agent_response``; ``agent_response_complete`` only when
+the agent has that client event.
 ``contextual_update`` replaces the knowledge passages, or adds the earlier exchanges it recounts to the history.
 
 Knowledge base: ``agent.prompt.knowledge_base`` locators (ids of documents uploaded to the emulator's workspace;
