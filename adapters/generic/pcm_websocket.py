@@ -105,8 +105,8 @@ class PcmSession(WebSocketEndpointSession):
         return message
 
     def _begin_turn(self) -> None:
-        """The caller finished a turn: an answer is due. (A response cut earlier stays open, its output dropped,
-        until the endpoint ends it: the protocol has no response ids, so that end is what separates the two.)"""
+        """The caller finished a turn: an answer is due. (A response cut earlier stays open, its audio still
+        delivered, until the endpoint ends it: the protocol has no response ids, so that end separates the two.)"""
         self.watchdog.expect()
 
     # -- Session ------------------------------------------------------------------------------------
@@ -140,8 +140,7 @@ class PcmSession(WebSocketEndpointSession):
             return
         self.watchdog.activity()
         response = response or self.start_response()
-        if not response.cut:
-            self.deliver_audio(response, pcm)
+        self.deliver_audio(response, pcm)  # a cut response's audio too: the stop-time evidence
         if voiced:
             response.heard_voice, response.silent_ms = True, 0.0
         else:

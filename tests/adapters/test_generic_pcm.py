@@ -229,14 +229,15 @@ async def test_interrupt_reports_the_cut_and_sends_cancel() -> None:
         await session.send_text("Please tell me a long story.")
         while not (isinstance(event := await reader.next(), AudioDelta) and event.response_id):
             pass
-        await session.interrupt()
-        cut = [await reader.next(), await reader.next()]
+        await session.interrupt(played_ms=30.0)
+        cut = await reader.response()  # Interrupted, the audio still in flight, then the endpoint's end
         await session.send_text("Hello, my name is Alice.")
         after = await reader.response()
         received = launched.emulator.log.received["p1"]
         await session.aclose()
-    assert isinstance(cut[0], Interrupted) and cut[0].by == "caller"
-    assert isinstance(cut[1], ResponseDone) and cut[1].status == "interrupted"
+    assert isinstance(cut[0], Interrupted) and cut[0].by == "caller" and cut[0].played_ms == 30.0
+    assert isinstance(cut[-1], ResponseDone) and cut[-1].status == "interrupted"
+    assert {e.response_id for e in cut} == {event.response_id}
     assert "cancel" in received
     assert after[-1].status == "completed" and answer(after) == "Nice to meet you, Alice."
 
