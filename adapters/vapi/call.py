@@ -9,8 +9,10 @@ agent's side comes back as ``model-output`` → ``TextDelta``, binary → ``Audi
 ``tool-calls-result`` → ``ToolCall`` / ``ToolResult``, ``transcript`` → ``Transcript``, ``speech-update`` →
 ``AgentSpeechStarted`` / ``AgentSpeechStopped``. A response ends at the assistant's ``speech-update stopped``
 once its final transcript is in (or ``final_transcript_wait_s`` later). ``user-interrupted`` (Vapi's barge-in)
-and ``interrupt()`` (``control: mute-assistant``, lifted again before the caller's next turn) end it with
-``Interrupted`` + ``ResponseDone(status="interrupted")``; what the assistant still sends for it is dropped.
+and ``interrupt(played_ms)`` (``control: mute-assistant``, lifted again before the caller's next turn) report
+``Interrupted`` at once; the audio the assistant still sends for it is emitted under it (the engine measures the
+stop time from it) until it drains (the assistant's ``speech-update stopped`` or the caller's next turn), then
+``ResponseDone(status="interrupted")``.
 
 When the socket closes mid-conversation the call's ``endedReason`` (``GET /call/{id}``) decides the error code.
 ``aclose`` hangs up and reads the ended call back for its cost: ``Usage(scope="session")`` with ``cost`` (USD),
@@ -118,6 +120,8 @@ class VapiCallSession(StreamingSession):
         #: cleared after an interruption while what the assistant still sends for the cut-off response is dropped
         self._drained = asyncio.Event()
         self._drained.set()
+        #: the interrupted response whose audio may still arrive (until the assistant's speech drains)
+        self._cut: ResponseState | None = None
         self._muted = False
         self._awaiting = False
         self._last_activity = time.monotonic()
@@ -158,7 +162,7 @@ class VapiCallSession(StreamingSession):
         if not self._drained.is_set():  # let the cut-off response's last messages go by first
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._drained.wait(), DRAIN_WAIT_S)
-            self._drained.set()
+            self._set_drained()
         await self._unmute()
         response = self._start_response(question=text)
         await self._send(AddMessage(message=OpenAiMessage(role="user", content=text)).wire())
@@ -174,12 +178,12 @@ class VapiCallSession(StreamingSession):
     async def end_input(self) -> None:
         """Vapi ends the caller's turn with its own VAD; nothing to commit."""
 
-    async def interrupt(self) -> None:
+    async def interrupt(self, played_ms: float | None = None) -> None:
         if self._current is None or self.ended:
             return
         self._muted = True
         await self._send(Control(control="mute-assistant").wire())
-        self._interrupted(by="caller")
+        self._interrupted(by="caller", played_ms=played_ms)
 
     async def update_context(self, update: ContextUpdate) -> None:
         self._passages = list(update.passages)
@@ -189,6 +193,7 @@ class VapiCallSession(StreamingSession):
 
     async def close_connection(self) -> None:
         self._hanging_up = True
+        self._end_cut()
         with contextlib.suppress(Exception):
             await self._transport.send(Hangup().wire())
         if self._reader is not None and not self._reader.done():
@@ -273,7 +278,7 @@ class VapiCallSession(StreamingSession):
                 self.emit(AgentSpeechStarted(response_id=response.response_id))
         elif message.status == "stopped":
             if not self._drained.is_set():
-                self._drained.set()
+                self._set_drained()
                 return
             response = self._current
             if response is None or response.speech_stopped:
@@ -295,7 +300,7 @@ class VapiCallSession(StreamingSession):
             # the caller's turn as Vapi heard it: the response to it starts here
             if self._current is not None:
                 self._interrupted(by="caller")
-            self._drained.set()
+            self._set_drained()
             response = self._start_response(question=message.transcript)
             self.emit(Transcript(response_id=response.response_id, role="user", text=message.transcript))
             return
@@ -316,7 +321,7 @@ class VapiCallSession(StreamingSession):
 
     def _on_audio(self, frame: bytes) -> None:
         self._output_bytes += len(frame)
-        response = self._agent_response()
+        response = self._agent_response() if self._cut is None else self._cut  # a cut reply's audio is evidence
         if response is None:
             return
         response.audio_bytes += len(frame)
@@ -358,17 +363,31 @@ class VapiCallSession(StreamingSession):
             self._finish_timer.cancel()
         self._finish_timer = None
 
-    def _interrupted(self, *, by: Literal["caller", "vendor"]) -> None:
+    def _interrupted(self, *, by: Literal["caller", "vendor"], played_ms: float | None = None) -> None:
+        """Report the cut; the response ends once the assistant's audio has drained (``_set_drained``)."""
         response = self._current
         if response is None:
             return
         self._cancel_finish_timer()
-        played_ms = response.audio_bytes / 2 / self._rate * 1000.0
+        self._end_cut()
+        if played_ms is None:
+            played_ms = self.played_position(response.response_id)
+        if played_ms is None:
+            played_ms = response.audio_bytes / 2 / self._rate * 1000.0
         self.emit(Interrupted(response_id=response.response_id, played_ms=played_ms, by=by))
-        self.emit(response.done(self._record(), self._passages, status="interrupted"))
+        self._cut = response
         self._current = None
         self._awaiting = False
         self._drained.clear()
+
+    def _set_drained(self) -> None:
+        self._drained.set()
+        self._end_cut()
+
+    def _end_cut(self) -> None:
+        cut, self._cut = self._cut, None
+        if cut is not None:
+            self.emit(cut.done(self._record(), self._passages, status="interrupted"))
 
     def _record(self) -> Any:
         return self.setup.llm.record(call_id=self.call_id) if self.setup.llm is not None else None
