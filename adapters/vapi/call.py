@@ -14,7 +14,11 @@ and ``interrupt(played_ms)`` (``control: mute-assistant``, lifted again before t
 stop time from it) until it drains (the assistant's ``speech-update stopped`` or the caller's next turn), then
 ``ResponseDone(status="interrupted")``.
 
-When the socket closes mid-conversation the call's ``endedReason`` (``GET /call/{id}``) decides the error code.
+Call control: ``transfer-update`` → ``CallControl(transfer_requested, target=<number / SIP URI / assistant>)``; a
+``status-update`` ``ended`` whose ``endedReason`` says the assistant ended the call (``assistant-ended-call…``,
+``assistant-said-end-call-phrase``) or forwarded it → ``CallControl(agent_hung_up / transfer_requested)`` after
+the response it was giving, and the session ends normally when the socket closes. Otherwise, when the socket
+closes mid-conversation the call's ``endedReason`` (``GET /call/{id}``) decides the error code.
 ``aclose`` hangs up and reads the ended call back for its cost: ``Usage(scope="session")`` with ``cost`` (USD),
 the Vapi platform minutes, the audio both ways and ``artifact.performanceMetrics`` averages (milliseconds, as
 ``vapi_*_latency``).
@@ -35,6 +39,8 @@ from adapters.prompts import instructions_with_passages as assistant_prompt
 from adapters.vapi.assistant import SessionSetup, assistant_overrides
 from adapters.vapi.response import ResponseState
 from adapters.vapi.wire import (
+    AGENT_HANGUP_REASONS,
+    AGENT_TRANSFER_REASONS,
     AddMessage,
     AudioFormat,
     CallRecord,
@@ -49,6 +55,7 @@ from adapters.vapi.wire import (
     ToolCalls,
     ToolCallsResult,
     TranscriptMessage,
+    TransferUpdate,
     TransportMessage,
     TransportSpec,
     UserInterrupted,
@@ -60,6 +67,7 @@ from bench.protocol import (
     AgentSpeechStarted,
     AgentSpeechStopped,
     AudioDelta,
+    CallControl,
     Capabilities,
     ContextUpdate,
     ErrorCode,
@@ -82,7 +90,7 @@ DRAIN_WAIT_S = 2.0
 
 CALL_CAPABILITIES = Capabilities(
     text_input=True, audio_input=True, streaming_output=True, audio_output=True, tool_events=True,
-    interruption=True, usage=True, server_vad=True, multi_turn=True,
+    interruption=True, usage=True, server_vad=True, multi_turn=True, call_control=True,
 )
 
 
@@ -130,6 +138,9 @@ class VapiCallSession(StreamingSession):
         self._output_bytes = 0
         self._reader: asyncio.Task[Any] | None = None
         self._finish_timer: asyncio.Task[Any] | None = None
+        self._transfer_reported = False
+        #: the assistant ended or forwarded the call: the socket's close is the normal end
+        self._call_over = False
 
     @classmethod
     async def open(cls, setup: SessionSetup) -> VapiCallSession:
@@ -214,6 +225,10 @@ class VapiCallSession(StreamingSession):
             except ConnectionClosed as exc:
                 if self._hanging_up:
                     return
+                if self._call_over:  # the assistant hung up or forwarded the call (reported as CallControl)
+                    self.emit(self._session_usage(await self._read_back()))
+                    self.finish()
+                    return
                 raise await self._closed_error(exc) from None
             self._last_activity = time.monotonic()
             if isinstance(frame, bytes):
@@ -259,8 +274,31 @@ class VapiCallSession(StreamingSession):
                                      output=str(result.get("result", ""))))
         elif isinstance(message, UserInterrupted):
             self._interrupted(by="vendor")
+        elif isinstance(message, TransferUpdate):
+            self._transfer_reported = True
+            self.emit(CallControl(kind="transfer_requested", target=message.target(),
+                                  response_id=self._current.response_id if self._current else None))
         elif isinstance(message, StatusUpdate) and message.status == "ended":
-            raise ended_reason_error(message.ended_reason or "ended")
+            self._on_ended(message.ended_reason or "ended")
+
+    def _on_ended(self, reason: str) -> None:
+        """The call ended: the assistant hanging up or forwarding the call is a ``CallControl`` and ends the
+        session normally (after the response it was giving); any other reason is an error."""
+        if reason.startswith(AGENT_HANGUP_REASONS):
+            kind: Literal["agent_hung_up", "transfer_requested"] | None = "agent_hung_up"
+        elif reason.startswith(AGENT_TRANSFER_REASONS):
+            kind = None if self._transfer_reported else "transfer_requested"
+        else:
+            raise ended_reason_error(reason)
+        self._end_cut()
+        response = self._current
+        if response is not None:
+            if not (response.text_parts or response.audio_bytes):
+                raise ended_reason_error(reason)  # ended before answering: the exchange failed
+            self._finish(response)
+        if kind is not None:
+            self.emit(CallControl(kind=kind, reason=reason))
+        self._call_over = True
 
     def _on_speech(self, message: SpeechUpdate) -> None:
         if message.role == "user":
