@@ -347,3 +347,26 @@ async def test_canary_credential_never_appears(monkeypatch: pytest.MonkeyPatch) 
         await server.wait_closed()
     assert {k.lower(): v for k, v in seen[0].items()}["x-line-key"] == CANARY
     assert caught.value.code == ErrorCode.AUTH and CANARY not in str(caught.value)
+
+
+async def test_dtmf_is_sent_as_the_configured_message_and_declared_only_then() -> None:
+    async with emulated() as launched:
+        assert not launched.adapter.capabilities.dtmf
+        session = await launched.adapter.open_session(spec_for(launched))
+        with pytest.raises(AdapterError) as refused:
+            await session.send_dtmf("1")
+        assert refused.value.code == ErrorCode.UNSUPPORTED
+        await session.aclose()
+    async with emulated(dtmf_message={"type": "dtmf", "digits": "{digits}"}) as launched:
+        assert launched.adapter.capabilities.dtmf
+        session = await launched.adapter.open_session(spec_for(launched))
+        with pytest.raises(AdapterError) as bad:
+            await session.send_dtmf("12x")
+        assert bad.value.code == ErrorCode.BAD_REQUEST
+        await session.send_dtmf("12#")
+        reader = Reader(session)
+        await session.send_text("What are the visiting hours?")
+        await reader.response()  # the endpoint has read everything sent before the text turn
+        received = launched.emulator.log.received["p1"]
+        await session.aclose()
+    assert received.count("dtmf") == 1
