@@ -90,6 +90,7 @@ class ElevenLabsAgentAdapter:
             tool_events=options.intent_tool,
             interruption=True,
             client_tools=True,
+            call_control=True,
             usage=True,
             server_vad=voice,
             multi_turn=True,

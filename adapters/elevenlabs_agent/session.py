@@ -21,7 +21,8 @@ conversation:
   ends it (``AgentSpeechStopped``, ``ResponseDone(status="interrupted")``) when a newer response's frame arrives
   or after ``cut_quiet_s`` without one of its frames;
 * ``client_error`` → a fatal error (its ``error_type`` decides the code); a normal close by the agent (its
-  end-call tool) ends the session after the response it was giving.
+  end-call tool) ends the session after the response it was giving, reported as
+  ``CallControl(kind="agent_hung_up")``.
 
 Input: ``send_text`` = ``user_message``; ``push_audio`` = ``user_audio_chunk`` resampled from the canonical 24 kHz
 to the announced input rate (``pcm_16000`` by default). The server detects the end of the caller's speech, so
@@ -66,6 +67,7 @@ from bench.protocol import (
     AgentSpeechStarted,
     AgentSpeechStopped,
     AudioDelta,
+    CallControl,
     Capabilities,
     ContextUpdate,
     ErrorCode,
@@ -393,6 +395,7 @@ class ElevenLabsSession(StreamingSession):
                                        code=ErrorCode.DISCONNECTED) from None
                 if response is not None:
                     self._finish(response)
+                self.emit(CallControl(kind="agent_hung_up", reason="the agent closed the conversation"))
             await self._emit_session_usage()
             self.finish()
             return None

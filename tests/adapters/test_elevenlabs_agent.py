@@ -569,7 +569,8 @@ async def test_the_agent_hanging_up_after_its_answer_ends_the_session_cleanly() 
     transport.push(ConnectionClosedOK(Close(1000, "end_call"), None))
     await reader.until(lambda e: isinstance(e, Usage))
     events = await reader.close()
-    assert [e.type for e in events[-3:]] == ["agent_speech_stopped", "response_done", "usage"]
+    assert [e.type for e in events[-4:]] == ["agent_speech_stopped", "response_done", "call_control", "usage"]
+    assert events[-2].kind == "agent_hung_up"
     assert not any(isinstance(e, ErrorEvent) for e in events)
 
 
