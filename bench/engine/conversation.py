@@ -23,6 +23,7 @@ from bench.engine.pump import AudioPump
 from bench.protocol import (
     AdapterError,
     AudioDelta,
+    CallControl,
     ErrorCode,
     ErrorEvent,
     Interrupted,
@@ -232,7 +233,9 @@ def fold(exchange: Exchange, late: list[Stamped] = ()) -> dict[str, Any]:
             tool_calls.append({"call_id": event.call_id, "name": event.name, "arguments": event.arguments})
             detail = {"name": event.name}
         elif isinstance(event, ToolResult):
-            detail = {"call_id": event.call_id}
+            detail = {"call_id": event.call_id, "is_error": event.is_error}
+        elif isinstance(event, CallControl):
+            detail = {"kind": event.kind, "target": event.target, "reason": event.reason}
         elif isinstance(event, Usage):
             for name in USAGE_METERS:
                 value = getattr(event, name)
