@@ -77,7 +77,10 @@ def build_settings(spec: SessionSpec, options: DeepgramAgentOptions, prompt: str
                 provider=wire.Provider(**options.think_provider),
                 prompt=prompt,
                 functions=[wire.FunctionDefinition(name=INTENT_TOOL_NAME, description=INTENT_TOOL_DESCRIPTION,
-                                                   parameters=INTENT_TOOL_PARAMETERS)],
+                                                   parameters=INTENT_TOOL_PARAMETERS),
+                           # the conversation's client tools: no endpoint = client-side, answered by the engine
+                           *(wire.FunctionDefinition(name=tool.name, description=tool.description,
+                                                     parameters=dict(tool.parameters)) for tool in spec.tools)],
             ),
             speak=wire.SpeakSettings(provider=wire.Provider(type="deepgram", model=speak_model)),
         ),
@@ -94,7 +97,7 @@ class DeepgramAgentAdapter:
         self._api_key = api_key
         self.capabilities = Capabilities(
             text_input=True, audio_input=True, streaming_output=True, audio_output=options.audio_output,
-            tool_events=True, interruption=True, usage=True, server_vad=True, multi_turn=True,
+            tool_events=True, interruption=True, usage=True, server_vad=True, multi_turn=True, client_tools=True,
         )
 
     async def start(self) -> None:

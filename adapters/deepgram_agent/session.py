@@ -18,8 +18,15 @@ The socket is opened and configured once (``Welcome`` → ``Settings`` → ``Set
 
 Deepgram has no response ids, so responses are delimited by the order of events: a response opens with the
 user turn that asks for it (or with agent output nobody asked for, e.g. a greeting) and closes on its end
-marker. After an interruption, agent output is dropped until the next user turn's reply starts (its assistant
-text or ``AgentStartedSpeaking``), so audio still in flight is never credited to the next response.
+marker. An interrupted response stays open for the agent's audio that still arrives — it is emitted under the
+cut response's id, never dropped, so the engine measures when the agent's own audio stopped — and ends
+(``ResponseDone(status="interrupted")``) at ``AgentAudioDone``, when the next reply starts (its assistant text or
+``AgentStartedSpeaking``), or after ``cut_quiet_s`` without agent audio (Deepgram sends no end marker for a reply
+it cut off).
+
+Client tools (``SessionSpec.tools``) are client-side functions of the think settings (no ``endpoint``); a
+``FunctionCallRequest`` of one → ``ToolCall(awaits_result=True)``, answered by ``send_tool_result`` with
+``FunctionCallResponse{id,name,content}``.
 
 Usage: per response the agent audio seconds and Deepgram's own latencies in ms (``deepgram_total_latency``,
 ``deepgram_ttt_latency``, ``deepgram_tts_latency`` from ``AgentStartedSpeaking``; ``deepgram_report_*`` from a
@@ -104,6 +111,11 @@ class _Response:
     started_speaking: wire.AgentStartedSpeaking | None = None
     latency_report: wire.LatencyReport | None = None
     done: bool = False
+    #: interrupted: ``Interrupted`` was reported, the response ends when the agent's audio has stopped
+    cut: bool = False
+    cut_by: Literal["caller", "vendor"] = "caller"
+    last_audio_at: float = 0.0
+    client_calls: set[str] = field(default_factory=set)
 
     @property
     def has_output(self) -> bool:
@@ -129,19 +141,18 @@ class SessionTrace:
 class DeepgramSession(StreamingSession):
     """A Deepgram agent conversation (see the module docstring).
 
-    ``interrupt()``: the Voice Agent protocol has no cancel message — Deepgram stops its reply when it hears
-    the caller (``UserStartedSpeaking`` while the agent speaks is its barge-in). So ``interrupt()`` does what a
-    phone does when the caller talks over the agent: it stops playback on the caller's side at once (the rest
-    of the reply's audio is dropped), reports ``Interrupted(played_ms=<audio delivered so far>)`` and
-    ``ResponseDone(status="interrupted")``; the caller's speech pushed with ``push_audio`` (or the next
-    ``send_text``) is what makes Deepgram stop. A barge-in Deepgram detects itself is reported the same way
-    with ``by="vendor"``.
+    ``interrupt(played_ms)``: the Voice Agent protocol has no cancel message (and no truncation) — Deepgram stops
+    its reply when it hears the caller (``UserStartedSpeaking`` while the agent speaks is its barge-in). So
+    ``interrupt()`` reports ``Interrupted(played_ms=<what the caller heard>)`` and keeps emitting the audio Deepgram
+    still sends (see the module docstring); the caller's speech pushed with ``push_audio`` (or the next
+    ``send_text``) is what makes Deepgram stop. A barge-in Deepgram detects itself is reported the same way with
+    ``by="vendor"``.
     """
 
     def __init__(self, socket: AgentSocket, spec: SessionSpec, capabilities: Capabilities, *,
                  passages: list[str], instructions: str | None, audio_output: bool, keepalive_s: float,
                  vendor_session_id: str | None = None, trace: SessionTrace | None = None,
-                 function_ack: str = "ok"):
+                 function_ack: str = "ok", cut_quiet_s: float = 0.5):
         super().__init__(capabilities)
         self.socket = socket
         self.spec = spec
@@ -153,11 +164,14 @@ class DeepgramSession(StreamingSession):
         self.function_ack = function_ack
         self.connected_at = time.monotonic()
         self.input_audio_bytes = 0
+        self.cut_quiet_s = cut_quiet_s
+        self.client_tools = {tool.name for tool in spec.tools}
         self._current: _Response | None = None
-        #: after an interruption: drop agent output until the next user turn's reply starts
-        self._stale_output = False
-        self._stale_turn_started = False
+        #: an interrupted response whose audio may still arrive (see the module docstring)
+        self._cut: _Response | None = None
+        self._cut_wake = asyncio.Event()
         self._late_reports: list[wire.LatencyReport] = []
+        self._call_names: dict[str, str] = {}
         self._last_frame_at = time.monotonic()
         self.emit(SessionReady(vendor_session_id=vendor_session_id))
 
@@ -165,6 +179,7 @@ class DeepgramSession(StreamingSession):
         self.spawn(self._read(), name="deepgram-reader")
         self.spawn(self._keepalive(), name="deepgram-keepalive")
         self.spawn(self._watch_stall(), name="deepgram-stall-watch")
+        self.spawn(self._end_quiet_cuts(), name="deepgram-cut-watch")
 
     # -- Session ------------------------------------------------------------------------------------
     async def send_text(self, text: str) -> None:
@@ -193,10 +208,24 @@ class DeepgramSession(StreamingSession):
         if response.awaited_since is None:
             response.awaited_since = time.monotonic()
 
-    async def interrupt(self) -> None:
-        """Stop the agent's reply on the caller's side (see the class docstring)."""
+    async def interrupt(self, played_ms: float | None = None) -> None:
+        """Report the barge-in (see the class docstring); the audio still arriving is emitted."""
         self._check_open()
-        self._interrupt_open_response(by="caller")
+        self._interrupt_open_response(by="caller", played_ms=played_ms)
+
+    async def send_tool_result(self, call_id: str, output: str, *, is_error: bool = False) -> None:
+        """Answer a client function call with ``FunctionCallResponse``."""
+        self._check_open()
+        owner = next((r for r in (self._current, self._cut) if r is not None and call_id in r.client_calls), None)
+        if owner is None:
+            raise AdapterError(f"no client function call {call_id!r} awaits a result", code=ErrorCode.BAD_REQUEST,
+                               retryable=False)
+        owner.client_calls.discard(call_id)
+        name = self._call_names.pop(call_id, "")
+        await self._send(wire.FunctionCallResponse(id=call_id, name=name, content=output))
+        self.emit(ToolResult(response_id=owner.id, call_id=call_id, output=output, is_error=is_error))
+        if owner.awaited_since is not None:
+            owner.awaited_since = time.monotonic()
 
     async def update_context(self, update: ContextUpdate) -> None:
         """New knowledge for the next replies: the whole think prompt is replaced with ``UpdatePrompt``."""
@@ -207,6 +236,7 @@ class DeepgramSession(StreamingSession):
         self.instructions = instructions
 
     async def close_connection(self) -> None:
+        self._end_cut()
         usage = Usage(scope="session", billed_minutes=round((time.monotonic() - self.connected_at) / 60.0, 5),
                       input_audio_seconds=round(self.spec.audio.ms_for_bytes(self.input_audio_bytes) / 1000.0, 3),
                       vendor_latency_ms=_mean_report_ms(self._late_reports))
@@ -222,35 +252,42 @@ class DeepgramSession(StreamingSession):
         """The response the caller's new turn asks for."""
         response = response or _Response(id=self.new_response_id(), origin=origin)
         self._current = response
-        if self._stale_output:
-            self._stale_turn_started = True
         return response
 
-    def _response_for_agent_output(self) -> _Response | None:
-        """The response agent output belongs to (opening one for output nobody asked for), or None while the
-        output is a cut-off reply's leftovers."""
-        if self._stale_output:
-            return None
+    def _response_for_agent_output(self) -> _Response:
+        """The response agent output belongs to (opening one for output nobody asked for)."""
         if self._current is None or self._current.done:
             self._current = _Response(id=self.new_response_id(), origin="agent")
         return self._current
 
-    def _interrupt_open_response(self, *, by: Literal["caller", "vendor"]) -> None:
+    def _interrupt_open_response(self, *, by: Literal["caller", "vendor"], played_ms: float | None = None) -> None:
+        """Report the cut of the open response; it stays open for the audio still in flight (``_cut``)."""
         response = self._current
         if response is None or response.done or not (response.has_output or response.awaited_since):
             return
-        self._stale_output = True
-        self._stale_turn_started = False
-        self._finish(response, "interrupted", by=by)
+        self._end_cut()  # an earlier cut response: its audio has surely stopped by now
+        if played_ms is None:
+            played_ms = self.played_position(response.id)
+        if played_ms is None:
+            played_ms = self.spec.audio.ms_for_bytes(response.audio_bytes)
+        response.cut, response.cut_by = True, by
+        response.last_audio_at = time.monotonic()
+        self.emit(Interrupted(response_id=response.id, played_ms=round(played_ms, 1), by=by))
+        self._current = None
+        self._cut = response
+        self._cut_wake.set()
 
-    def _finish(self, response: _Response, status: Literal["completed", "interrupted"], *,
-                by: Literal["caller", "vendor"] = "caller") -> None:
+    def _end_cut(self) -> None:
+        """The interrupted response's audio has stopped: it ends now."""
+        cut, self._cut = self._cut, None
+        if cut is not None:
+            self._finish(cut, "interrupted")
+
+    def _finish(self, response: _Response, status: Literal["completed", "interrupted"]) -> None:
         if response.done:
             return
         response.done = True
         played_ms = self.spec.audio.ms_for_bytes(response.audio_bytes)
-        if status == "interrupted":
-            self.emit(Interrupted(response_id=response.id, played_ms=round(played_ms, 1), by=by))
         if response.speaking:
             self.emit(AgentSpeechStopped(response_id=response.id))
         self.emit(Usage(scope="response", response_id=response.id,
@@ -286,9 +323,13 @@ class DeepgramSession(StreamingSession):
     def _on_agent_audio(self, pcm: bytes) -> None:
         if not self.audio_output:
             return
-        response = self._response_for_agent_output()
-        if response is None:
+        cut = self._cut
+        if cut is not None:  # the interrupted reply is still talking: its audio is the stop-time evidence
+            cut.last_audio_at = time.monotonic()
+            cut.audio_bytes += len(pcm)
+            self.emit(AudioDelta(response_id=cut.id, pcm16=pcm, sample_rate=self.spec.audio.sample_rate))
             return
+        response = self._response_for_agent_output()
         self._agent_speech_started(response)
         response.audio_bytes += len(pcm)
         self.emit(AudioDelta(response_id=response.id, pcm16=pcm, sample_rate=self.spec.audio.sample_rate))
@@ -326,17 +367,11 @@ class DeepgramSession(StreamingSession):
         # Welcome, SettingsApplied, PromptUpdated, AgentThinking, History, FunctionCallCancelled and unknown
         # types carry nothing to normalize.
 
-    def _clear_stale_if_new_reply(self) -> None:
-        if self._stale_output and self._stale_turn_started:
-            self._stale_output = False
-
     def _on_user_started_speaking(self) -> None:
         """The caller speaks; over the agent's reply this is Deepgram's barge-in (it stops the reply)."""
         current = self._current
         barged = current if current is not None and not current.done and current.has_output else None
         if barged is None and current is not None and not current.done:
-            if self._stale_output:
-                self._stale_turn_started = True
             self.emit(UserSpeechStarted(response_id=current.id))
             return
         upcoming = _Response(id=self.new_response_id(), origin="audio")
@@ -352,8 +387,6 @@ class DeepgramSession(StreamingSession):
             current = None
         if current is None or current.done:
             current = self._begin_user_turn("audio")
-        elif self._stale_output:
-            self._stale_turn_started = True
         if current.origin == "audio" and not current.user_speech_stopped:
             current.user_speech_stopped = True
             self.emit(UserSpeechStopped(response_id=current.id))
@@ -362,10 +395,8 @@ class DeepgramSession(StreamingSession):
         self.emit(Transcript(response_id=current.id, role="user", text=text, final=True))
 
     def _on_agent_text(self, message: wire.ConversationText) -> None:
-        self._clear_stale_if_new_reply()
+        self._end_cut()  # the next reply starts
         response = self._response_for_agent_output()
-        if response is None:
-            return
         text = message.content if not response.texts else " " + message.content
         response.texts.append(message.content)
         self.emit(TextDelta(response_id=response.id, text=text))
@@ -376,28 +407,31 @@ class DeepgramSession(StreamingSession):
         response = self._response_for_agent_output()
         for call in message.functions:
             arguments = call.parsed_arguments()
-            if response is not None:
-                self.emit(ToolCall(response_id=response.id, call_id=call.id, name=call.name, arguments=arguments))
-                if call.name == INTENT_TOOL_NAME:
-                    response.intent, response.target_language = intent_from_arguments(arguments)
+            if call.client_side and call.name in self.client_tools:  # the engine answers (send_tool_result)
+                response.client_calls.add(call.id)
+                self._call_names[call.id] = call.name
+                self.emit(ToolCall(response_id=response.id, call_id=call.id, name=call.name, arguments=arguments,
+                                   awaits_result=True))
+                continue
+            self.emit(ToolCall(response_id=response.id, call_id=call.id, name=call.name, arguments=arguments))
+            if call.name == INTENT_TOOL_NAME:
+                response.intent, response.target_language = intent_from_arguments(arguments)
             if call.client_side:
                 content = json.dumps({"result": self.function_ack})
                 await self._send(wire.FunctionCallResponse(id=call.id, name=call.name, content=content))
-                if response is not None:
-                    self.emit(ToolResult(response_id=response.id, call_id=call.id, output=content))
+                self.emit(ToolResult(response_id=response.id, call_id=call.id, output=content))
 
     def _on_agent_started_speaking(self, message: wire.AgentStartedSpeaking) -> None:
         if not self.audio_output:
             return
-        self._clear_stale_if_new_reply()
+        self._end_cut()  # the next reply starts
         response = self._response_for_agent_output()
-        if response is not None:
-            response.started_speaking = response.started_speaking or message
-            self._agent_speech_started(response)
+        response.started_speaking = response.started_speaking or message
+        self._agent_speech_started(response)
 
     def _on_agent_audio_done(self) -> None:
-        if self._stale_output:
-            self._stale_output = False  # the end of the cut-off reply's audio
+        if self._cut is not None:
+            self._end_cut()  # the end of the cut-off reply's audio
             return
         response = self._current
         if response is not None and not response.done and response.has_output and self.audio_output:
@@ -424,6 +458,21 @@ class DeepgramSession(StreamingSession):
             while True:
                 await asyncio.sleep(self.keepalive_s)
                 await self.socket.send(wire.KeepAlive())
+
+    async def _end_quiet_cuts(self) -> None:
+        """An interrupted reply with no agent audio for ``cut_quiet_s`` has stopped (Deepgram sends no marker)."""
+        while True:
+            cut = self._cut
+            if cut is None:
+                self._cut_wake.clear()
+                await self._cut_wake.wait()
+                continue
+            remaining = cut.last_audio_at + self.cut_quiet_s - time.monotonic()
+            if remaining <= 0:
+                if self._cut is cut:
+                    self._end_cut()
+                continue
+            await asyncio.sleep(remaining)
 
     async def _watch_stall(self) -> None:
         idle_s = self.spec.idle_timeout_s

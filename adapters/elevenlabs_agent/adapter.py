@@ -89,6 +89,8 @@ class ElevenLabsAgentAdapter:
             audio_output=voice,
             tool_events=options.intent_tool,
             interruption=True,
+            client_tools=True,
+            call_control=True,
             usage=True,
             server_vad=voice,
             multi_turn=True,

@@ -9,21 +9,26 @@ conversation:
 * ``vad_score`` ≥ 0.5 → ``UserSpeechStarted``; ``user_transcript`` → for audio input ``UserSpeechStopped`` (the
   server's turn detection ended the caller's turn: it starts a new response), then ``Transcript(user)``;
 * ``client_tool_call`` → ``ToolCall``, a ``client_tool_result`` ack at once, ``ToolResult`` (the intent tool's
-  arguments become the response's intent and target language);
+  arguments become the response's intent and target language); a call of one of the conversation's client tools
+  (``SessionSpec.tools``; the agent must list them as client tools with "wait for response") →
+  ``ToolCall(awaits_result=True)``, answered by ``send_tool_result`` with ``client_tool_result``;
 * ``agent_chat_response_part`` deltas (text-only) → ``TextDelta``; ``agent_response`` → the whole text as one
   ``TextDelta`` when no parts were streamed (voice: it comes with the first audio chunk);
-* ``audio`` → ``AgentSpeechStarted`` once, ``AudioDelta`` resampled to the session's rate; audio with an
-  ``event_id`` at or below the last interruption is dropped, as the SDK does;
-* ``interruption`` (the server heard the caller barge in) → ``AgentSpeechStopped``, ``Interrupted(by="vendor")``
-  and ``ResponseDone(status="interrupted")``;
+* ``audio`` → ``AgentSpeechStarted`` once, ``AudioDelta`` resampled to the session's rate;
+* ``interruption`` (the server heard the caller barge in) → ``Interrupted(by="vendor")``. An interrupted
+  response stays open for its audio still arriving (frames at or below its ``event_id``): unlike the SDK, which
+  drops them from playback, the adapter emits them — the engine measures when the agent's own audio stopped — and
+  ends it (``AgentSpeechStopped``, ``ResponseDone(status="interrupted")``) when a newer response's frame arrives
+  or after ``cut_quiet_s`` without one of its frames;
 * ``client_error`` → a fatal error (its ``error_type`` decides the code); a normal close by the agent (its
-  end-call tool) ends the session after the response it was giving.
+  end-call tool) ends the session after the response it was giving, reported as
+  ``CallControl(kind="agent_hung_up")``.
 
 Input: ``send_text`` = ``user_message``; ``push_audio`` = ``user_audio_chunk`` resampled from the canonical 24 kHz
 to the announced input rate (``pcm_16000`` by default). The server detects the end of the caller's speech, so
-``end_input`` sends nothing. ``update_context`` = ``contextual_update``. ElevenLabs has no cancel message:
-``interrupt`` stops the response on the client side (its remaining audio is dropped, as an app stops playback)
-and reports ``Interrupted(by="caller")``; the agent itself is interrupted by the caller's voice or next message.
+``end_input`` sends nothing. ``update_context`` = ``contextual_update``. ElevenLabs has no cancel or truncate
+message: ``interrupt(played_ms)`` reports ``Interrupted(by="caller", played_ms=…)`` and the response is cut as
+above; the agent itself is interrupted by the caller's voice or next message.
 
 End of a response: ``agent_response_complete`` is delivered only when the agent lists it in its client events,
 so it ends a response when it comes but is not waited for unless ``response_complete_event`` says the agent sends
@@ -61,6 +66,7 @@ from bench.protocol import (
     AgentSpeechStarted,
     AgentSpeechStopped,
     AudioDelta,
+    CallControl,
     Capabilities,
     ContextUpdate,
     ErrorCode,
@@ -96,6 +102,8 @@ class SessionSettings(BaseModel):
     text_only: bool = False
     response_complete_event: bool = False
     response_quiet_s: float = 1.0
+    #: an interrupted response ends this long after its last frame (its audio has stopped)
+    cut_quiet_s: float = 0.5
     idle_timeout_s: float = 15.0
     trace: bool = False
 
@@ -118,6 +126,9 @@ class _Response:
     #: the highest ``event_id`` among the frames of this response
     event_id: int | None = None
     done: bool = False
+    #: interrupted (``Interrupted`` reported); it ends once its audio has stopped
+    cut_by: Literal["caller", "vendor"] | None = None
+    client_calls: set[str] = field(default_factory=set)
 
     @property
     def spoke(self) -> bool:
@@ -148,7 +159,9 @@ class ElevenLabsSession(StreamingSession):
         self._cost_reader = cost_reader
         self._lock = asyncio.Lock()
         self._response: _Response | None = None
-        self._stale_through = 0
+        #: the interrupted response whose audio may still arrive
+        self._cut_response: _Response | None = None
+        self._client_tools = {tool.name for tool in spec.tools}
         self._last_event_id = 0
         self._wake = asyncio.Event()
         self._user_speaking = False
@@ -222,9 +235,22 @@ class ElevenLabsSession(StreamingSession):
         if self.settings.text_only:
             raise AdapterError("a text-only conversation takes no audio", code=ErrorCode.UNSUPPORTED, retryable=False)
 
-    async def interrupt(self) -> None:
+    async def interrupt(self, played_ms: float | None = None) -> None:
         async with self._lock:
-            self._cut(by="caller")
+            self._cut(by="caller", played_ms=played_ms)
+
+    async def send_tool_result(self, call_id: str, output: str, *, is_error: bool = False) -> None:
+        """Answer a client tool call with ``client_tool_result``."""
+        async with self._lock:
+            owner = next((r for r in (self._response, self._cut_response)
+                          if r is not None and call_id in r.client_calls), None)
+            if owner is None:
+                raise AdapterError(f"no client tool call {call_id!r} awaits a result", code=ErrorCode.BAD_REQUEST,
+                                   retryable=False)
+            owner.client_calls.discard(call_id)
+            await self._send(wire.ClientToolResult(tool_call_id=call_id, result=output, is_error=is_error))
+            self.emit(ToolResult(response_id=owner.id, call_id=call_id, output=output, is_error=is_error))
+            owner.last_frame = self._last_frame = time.monotonic()
 
     async def update_context(self, update: ContextUpdate) -> None:
         async with self._lock:
@@ -252,26 +278,47 @@ class ElevenLabsSession(StreamingSession):
         """The response an agent frame belongs to (one the agent started on its own, e.g. a greeting)."""
         return self._active() or self._begin("agent")
 
-    def _finish(self, response: _Response, *, interrupted_by: Literal["caller", "vendor"] | None = None) -> None:
+    def _finish(self, response: _Response) -> None:
+        if response.done:
+            return
         response.done = True
+        if self._cut_response is response:
+            self._cut_response = None
         if response.spoke:
             self.emit(AgentSpeechStopped(response_id=response.id))
-        if interrupted_by is not None:
-            self.emit(Interrupted(response_id=response.id, by=interrupted_by,
-                                  played_ms=response.audio_bytes / 2 / self.output_rate * 1000.0))
         self.emit(ResponseDone(
-            response_id=response.id, status="completed" if interrupted_by is None else "interrupted",
+            response_id=response.id, status="completed" if response.cut_by is None else "interrupted",
             conversational_intent=response.intent, target_language=response.target_language,
             retrieved_context=list(self.passages), final_text=" ".join(s for s in response.segments if s) or None))
 
-    def _cut(self, *, by: Literal["caller", "vendor"]) -> None:
-        """End the active response as interrupted; its later frames (same event ids) are dropped."""
+    def _cut(self, *, by: Literal["caller", "vendor"], played_ms: float | None = None) -> None:
+        """Report the active response interrupted; it stays open for its audio still arriving (``_cut_response``)."""
         response = self._active()
-        if response is None:
+        if response is None or response is self._cut_response:
             return
-        if by == "caller":
-            self._stale_through = max(self._stale_through, self._last_event_id)
-        self._finish(response, interrupted_by=by)
+        if self._cut_response is not None:
+            self._finish(self._cut_response)
+        if played_ms is None:
+            played_ms = self.played_position(response.id)
+        if played_ms is None:
+            played_ms = response.audio_bytes / 2 / self.output_rate * 1000.0
+        response.cut_by = by
+        response.event_id = max(response.event_id or 0, self._last_event_id) if by == "caller" else response.event_id
+        response.last_frame = time.monotonic()
+        self.emit(Interrupted(response_id=response.id, by=by, played_ms=played_ms))
+        self._cut_response = response
+        self._response = None
+        self._wake.set()
+
+    def _for_frame(self, event_id: int | None) -> _Response:
+        """The response an agent output frame belongs to: the cut one while its frames still arrive (a frame of a
+        newer agent turn ends it), else the active one."""
+        cut = self._cut_response
+        if cut is not None:
+            if event_id is None or event_id <= (cut.event_id or 0):
+                return cut
+            self._finish(cut)  # a newer turn's frame: the cut reply's audio has stopped
+        return self._current()
 
     def _quiet_deadline(self, response: _Response) -> float | None:
         if self.settings.response_complete_event or not response.responded:
@@ -309,17 +356,22 @@ class ElevenLabsSession(StreamingSession):
                 receiving.cancel()
 
     def _timeout(self) -> float | None:
-        """Seconds until the active response ends quietly or stalls (None: no response awaited)."""
+        """Seconds until the active response ends quietly or stalls, or the cut one ends (None: no deadline)."""
+        deadlines = []
+        if self._cut_response is not None:
+            deadlines.append(self._cut_response.last_frame + self.settings.cut_quiet_s)
         response = self._active()
-        if response is None:
-            return None
-        deadlines = [max(self._last_frame, response.started) + self.settings.idle_timeout_s]
-        quiet = self._quiet_deadline(response)
-        if quiet is not None:
-            deadlines.append(quiet)
-        return max(0.0, min(deadlines) - time.monotonic())
+        if response is not None:
+            deadlines.append(max(self._last_frame, response.started) + self.settings.idle_timeout_s)
+            quiet = self._quiet_deadline(response)
+            if quiet is not None:
+                deadlines.append(quiet)
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
     def _check_deadlines(self) -> None:
+        cut = self._cut_response
+        if cut is not None and time.monotonic() >= cut.last_frame + self.settings.cut_quiet_s:
+            self._finish(cut)
         response = self._active()
         if response is None:
             return
@@ -340,12 +392,15 @@ class ElevenLabsSession(StreamingSession):
             if self._hanging_up:
                 return None
             async with self._lock:
+                if self._cut_response is not None:
+                    self._finish(self._cut_response)
                 response = self._active()
                 if response is not None and not response.has_output:
                     raise AdapterError("the agent ended the conversation before responding",
                                        code=ErrorCode.DISCONNECTED) from None
                 if response is not None:
                     self._finish(response)
+                self.emit(CallControl(kind="agent_hung_up", reason="the agent closed the conversation"))
             await self._emit_session_usage()
             self.finish()
             return None
@@ -364,13 +419,12 @@ class ElevenLabsSession(StreamingSession):
         self._last_frame = time.monotonic()
         event_id = _event_id(message)
         if event_id is not None:
-            if event_id <= self._stale_through and isinstance(
-                    message, (wire.Audio, wire.AgentResponse, wire.AgentChatResponsePart)):
-                return
             self._last_event_id = max(self._last_event_id, event_id)
-        if isinstance(message, (wire.Audio, wire.AgentResponse, wire.AgentChatResponsePart)) and event_id is not None:
-            response = self._current()
-            response.event_id = max(response.event_id or 0, event_id)
+        if isinstance(message, (wire.Audio, wire.AgentResponse, wire.AgentChatResponsePart)):
+            response = self._for_frame(event_id)
+            if event_id is not None:
+                response.event_id = max(response.event_id or 0, event_id)
+            response.last_frame = time.monotonic()
         if isinstance(message, wire.UserTranscript):
             self._on_user_transcript(message.user_transcription_event.user_transcript)
         elif isinstance(message, wire.VadScore):
@@ -382,14 +436,13 @@ class ElevenLabsSession(StreamingSession):
         elif isinstance(message, wire.AgentChatResponsePart):
             self._on_part(message.text_response_part)
         elif isinstance(message, wire.AgentResponse):
-            self._on_agent_response(message.agent_response_event.agent_response)
+            self._on_agent_response(message.agent_response_event.agent_response, event_id)
         elif isinstance(message, wire.AgentResponseCorrection):
             self._on_correction(message.agent_response_correction_event)
         elif isinstance(message, wire.Audio):
             self._on_audio(message.audio_event)
         elif isinstance(message, wire.Interruption):
             interrupted = message.interruption_event.event_id
-            self._stale_through = max(self._stale_through, interrupted)
             response = self._active()
             if response is not None and response.has_output and (response.event_id or 0) <= interrupted:
                 self._cut(by="vendor")
@@ -414,6 +467,11 @@ class ElevenLabsSession(StreamingSession):
 
     async def _on_tool_call(self, call: wire.ClientToolCallPayload) -> None:
         response = self._current()
+        if call.tool_name in self._client_tools:  # the engine answers it (send_tool_result)
+            response.client_calls.add(call.tool_call_id)
+            self.emit(ToolCall(response_id=response.id, call_id=call.tool_call_id, name=call.tool_name,
+                               arguments=call.parameters, awaits_result=True))
+            return
         self.emit(ToolCall(response_id=response.id, call_id=call.tool_call_id, name=call.tool_name,
                            arguments=call.parameters))
         if call.tool_name == INTENT_TOOL_NAME:
@@ -425,14 +483,14 @@ class ElevenLabsSession(StreamingSession):
         self.emit(ToolResult(response_id=response.id, call_id=call.tool_call_id, output=result))
 
     def _on_part(self, part: wire.TextResponsePart) -> None:
-        response = self._current()
+        response = self._for_frame(part.event_id)
         if part.type == "delta" and part.text:
             response.streamed.append(part.text)
             response.last_frame = time.monotonic()
             self.emit(TextDelta(response_id=response.id, text=part.text))
 
-    def _on_agent_response(self, text: str) -> None:
-        response = self._current()
+    def _on_agent_response(self, text: str, event_id: int | None = None) -> None:
+        response = self._for_frame(event_id)
         if not response.streamed and text:
             self.emit(TextDelta(response_id=response.id, text=text))
         response.streamed = []
@@ -451,7 +509,7 @@ class ElevenLabsSession(StreamingSession):
             pcm = base64.b64decode(event.audio_base_64, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise AdapterError(f"malformed audio chunk: {exc}", code=ErrorCode.MALFORMED) from None
-        response = self._current()
+        response = self._for_frame(event.event_id)
         if not response.spoke and pcm:
             self.emit(AgentSpeechStarted(response_id=response.id))
         response.audio_bytes += len(pcm)

@@ -8,7 +8,9 @@ One connection is one conversation: ``Welcome`` on connect; ``Settings`` once â†
 prompt's passages become the answerer's context, ``agent.context.messages`` seed the history, the listen
 language is the session language); then any number of user turns, each answered with: ``ConversationText``
 (user), ``FunctionCallRequest`` for ``set_conversational_intent`` when the agent was given it and the brain
-routes intents (waiting for the client's ``FunctionCallResponse``), ``ConversationText`` (assistant),
+routes intents (waiting for the client's ``FunctionCallResponse``), a ``FunctionCallRequest`` of a declared
+client-side function when the caller's request asks for it (``brain.tools``; the reply then speaks the
+function's result), ``ConversationText`` (assistant),
 ``AgentStartedSpeaking`` (latencies in seconds), paced binary audio, ``AgentAudioDone`` and ``LatencyReport``.
 ``UpdatePrompt`` replaces the passages (â†’ ``PromptUpdated``); ``KeepAlive`` is accepted silently.
 
@@ -50,6 +52,7 @@ from adapters.emulators._kit.faults import FaultKey, FaultKind
 from adapters.emulators._kit.running import EmulatorSettings, RunningEmulator, SendStamps, sleep_until
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechPlan, plan_speech, speak
 from adapters.emulators._kit.vad import ServerVad
+from adapters.emulators.brain.tools import DeclaredTool, choose_tool, speak_tool_result
 from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.prompts import passages_from_instructions
 from bench.audio.pcm import resample_pcm16
@@ -112,6 +115,13 @@ class AgentCall:
     def has_intent_function(self) -> bool:
         think = self.settings.agent.think if self.settings else None
         return bool(think and any(f.name == INTENT_TOOL_NAME for f in think.functions or []))
+
+    @property
+    def client_functions(self) -> list[DeclaredTool]:
+        """The client-side think functions (no ``endpoint``) other than the intent tool."""
+        think = self.settings.agent.think if self.settings else None
+        return [DeclaredTool(name=f.name, description=f.description or "", parameters=f.parameters or {})
+                for f in (think.functions or [] if think else []) if f.endpoint is None and f.name != INTENT_TOOL_NAME]
 
     def apply_settings(self, settings: wire.Settings) -> None:
         self.settings = settings
@@ -232,6 +242,14 @@ class AgentCall:
         self.history.append(HistoryTurn(role="user", text=text))
         plan = plan_speech(answer.text, emulator.settings.latency, stamp_key, audio=True, text_tokens=True)
         first_text_s = plan.tokens[0][0] if plan.tokens else 0.0
+        tool = choose_tool(text, self.client_functions)
+        if tool is not None:  # the client runs the function; the reply speaks its result
+            await sleep_until(origin + first_text_s / 2)
+            result = await self.call_function(tool.name, tool.arguments_json)
+            said = speak_tool_result(tool.name, result if result is not None else '{"error": "no result"}')
+            answer = answer.model_copy(update={"text": said})
+            plan = plan_speech(said, emulator.settings.latency, stamp_key, audio=True, text_tokens=True)
+            origin = time.monotonic() - first_text_s / 2
         if emulator.answerer.profile.route_intents and self.has_intent_function:
             await sleep_until(origin + first_text_s / 2)
             await self.call_intent_function(answer)
@@ -288,17 +306,22 @@ class AgentCall:
             await self.ws.close(1011, "emulated internal error")
 
     async def call_intent_function(self, answer: BrainAnswer) -> None:
-        call_id = f"call_{uuid.uuid4().hex[:12]}"
-        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
-        self.functions[call_id] = future
         arguments = {"intent": answer.conversational_intent}
         if answer.target_language:
             arguments["target_language"] = answer.target_language
-        item = wire.FunctionCallItem(id=call_id, name=INTENT_TOOL_NAME, arguments=json.dumps(arguments),
-                                     client_side=True)
+        await self.call_function(INTENT_TOOL_NAME, json.dumps(arguments))
+
+    async def call_function(self, name: str, arguments: str) -> str | None:
+        """A client-side ``FunctionCallRequest``; the client's ``FunctionCallResponse`` content (None: none came
+        within ``function_timeout_s``)."""
+        call_id = f"call_{uuid.uuid4().hex[:12]}"
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.functions[call_id] = future
+        item = wire.FunctionCallItem(id=call_id, name=name, arguments=arguments, client_side=True)
         await self.send(wire.FunctionCallRequest(functions=[item]))
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(future, self.emulator.options.function_timeout_s)
+            return await asyncio.wait_for(future, self.emulator.options.function_timeout_s)
+        return None
 
 
 class DeepgramAgentEmulator:

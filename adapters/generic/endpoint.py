@@ -4,9 +4,10 @@
 opens one session per conversation. ``WebSocketEndpointSession`` is one persistent socket: a background
 reader hands each frame to the protocol subclass (``on_text`` / ``on_audio``), which opens, feeds and finishes
 responses through the helpers here. Response bookkeeping lives here too: the response id handed out with
-``UserTurnSent`` is the one the response's events carry, the audio delivered per response gives
-``Interrupted.played_ms``, and a response cut by ``interrupt()`` is reported at once — whatever the endpoint
-still sends for it is dropped.
+``UserTurnSent`` is the one the response's events carry, and a response cut by ``interrupt(played_ms)`` reports
+``Interrupted`` at once (``played_ms``: what the caller heard, else the audio delivered) but stays open: the audio
+the endpoint still sends for it is delivered (the engine measures the stop time from it; its text is not), and its
+``ResponseDone(status="interrupted")`` comes when the endpoint ends it.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ class ResponseState:
     target_language: str | None = None
     #: bytes of audio handed on (at the session's output rate)
     audio_bytes: int = 0
-    #: cut off by ``interrupt()``: already reported, the rest of it is dropped
+    #: cut off (``Interrupted`` reported): its audio is still delivered, its text no longer; it ends interrupted
     cut: bool = False
     #: output audio louder than the silence threshold has arrived (PCM end-by-silence)
     heard_voice: bool = False
@@ -130,9 +131,7 @@ class WebSocketEndpointSession(StreamingSession):
 
     def on_audio(self, pcm: bytes) -> None:
         """A binary frame: agent audio at ``output_rate``."""
-        response = self.open_response()
-        if not response.cut:
-            self.deliver_audio(response, pcm)
+        self.deliver_audio(self.open_response(), pcm)
 
     def on_quiet(self) -> None:
         """The endpoint sent nothing for ``quiet_gap_s`` during a response."""
@@ -173,7 +172,9 @@ class WebSocketEndpointSession(StreamingSession):
 
     # -- responses -----------------------------------------------------------------------------------
     def start_response(self, vendor_id: str | None = None) -> ResponseState:
-        """A new response begins (an unfinished cut one is forgotten)."""
+        """A new response begins (an unfinished cut one ends: its audio has stopped)."""
+        if self.response is not None and self.response.cut:
+            self.finish_response()
         response_id, self._pending_id = self._pending_id or self.new_response_id(), None
         self.response = ResponseState(response_id=response_id, vendor_id=vendor_id)
         self.watchdog.expect()
@@ -197,7 +198,12 @@ class WebSocketEndpointSession(StreamingSession):
         """The endpoint finished the current response: ``Usage`` (if metered), then ``ResponseDone``."""
         response, self.response = self.response, None
         self.watchdog.settle()
-        if response is None or response.cut:
+        if response is None:
+            return
+        if response.cut:
+            self.emit(ResponseDone(response_id=response.response_id, status="interrupted",
+                                   conversational_intent=response.intent, target_language=response.target_language,
+                                   retrieved_context=list(self.spec.context), final_text=response.answer_text()))
             return
         if usage is not None:
             usage.response_id = response.response_id
@@ -210,24 +216,24 @@ class WebSocketEndpointSession(StreamingSession):
             final_text=final_text if final_text is not None else response.answer_text(),
         ))
 
-    def report_interruption(self, response: ResponseState, *, by: Literal["caller", "vendor"]) -> None:
-        """``Interrupted`` with what was played, then ``ResponseDone(status="interrupted")``."""
+    def report_interruption(self, response: ResponseState, *, by: Literal["caller", "vendor"],
+                            played_ms: float | None = None) -> None:
+        """``Interrupted`` with what the caller heard; the response ends (interrupted) when the endpoint ends it."""
         if response.cut:
             return
         response.cut = True
-        self.watchdog.settle()
+        if played_ms is None:
+            played_ms = self.played_position(response.response_id)
         self.emit(Interrupted(response_id=response.response_id, by=by,
-                              played_ms=self.spec.audio.ms_for_bytes(response.audio_bytes)))
-        self.emit(ResponseDone(response_id=response.response_id, status="interrupted",
-                               conversational_intent=response.intent, target_language=response.target_language,
-                               retrieved_context=list(self.spec.context), final_text=response.answer_text()))
+                              played_ms=played_ms if played_ms is not None
+                              else self.spec.audio.ms_for_bytes(response.audio_bytes)))
 
-    async def interrupt(self) -> None:
-        """Barge in: the caller stops listening now; the endpoint is asked to stop."""
+    async def interrupt(self, played_ms: float | None = None) -> None:
+        """Barge in: reported at once; the endpoint is asked to stop (its audio until then is still delivered)."""
         response = self.response
         if response is None or response.cut or self.ended:
             return
-        self.report_interruption(response, by="caller")
+        self.report_interruption(response, by="caller", played_ms=played_ms)
         await self.send_cancel()
 
     # -- reading -------------------------------------------------------------------------------------

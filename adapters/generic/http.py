@@ -123,15 +123,16 @@ class HttpSession(StreamingSession):
         if update.instructions is not None:
             self.instructions = update.instructions
 
-    async def interrupt(self) -> None:
-        """Stop reading the current answer and drop its connection."""
+    async def interrupt(self, played_ms: float | None = None) -> None:
+        """Stop reading the current answer and drop its connection (a streamed text answer: nothing is played)."""
         response, exchange = self.response, self._exchange
         if response is None or exchange is None or exchange.done():
             return
         exchange.cancel()
         response.cut = True
         self.emit(Interrupted(response_id=response.response_id, by="caller",
-                              played_ms=self.spec.audio.ms_for_bytes(response.audio_bytes)))
+                              played_ms=played_ms if played_ms is not None
+                              else self.spec.audio.ms_for_bytes(response.audio_bytes)))
         self.emit(ResponseDone(response_id=response.response_id, status="interrupted",
                                final_text=response.answer_text(), retrieved_context=list(self.context)))
         self._remember(response)

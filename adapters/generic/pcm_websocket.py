@@ -8,7 +8,8 @@ a phone line — and the endpoint decides itself when the caller stopped (``serv
 whole utterance before reading. ``end_input`` is only a hint unless ``options.end_message`` is set (then it is
 sent). A text turn sends ``options.text_message``. ``interrupt`` reports the cut at once and sends
 ``options.cancel_message``; the endpoint's own barge-in (caller speech while it talks) arrives as an
-``end`` with ``status: interrupted``.
+``end`` with ``status: interrupted``. ``send_dtmf`` sends ``options.dtmf_message`` (``{digits}``; ``dtmf`` is
+declared only when it is set).
 
 Back: binary frames are agent audio at ``options.output_sample_rate`` (→ ``AudioDelta`` at the session rate);
 JSON ``transcript`` (partial → ``TextDelta``, final → ``Transcript``), ``tool_call``, ``speech_started`` /
@@ -22,6 +23,7 @@ idle noise floor) are handed on without a response id and start nothing. ``updat
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -48,6 +50,9 @@ from bench.protocol import (
     UserTurnSent,
 )
 
+#: what ``send_dtmf`` accepts (the 16 DTMF keys)
+DTMF_DIGITS = re.compile(r"^[0-9*#A-D]+$")
+
 
 class PcmWebSocketOptions(EndpointOptions):
     """Options of the raw PCM WebSocket adapter."""
@@ -65,6 +70,9 @@ class PcmWebSocketOptions(EndpointOptions):
     )
     cancel_message: dict[str, Any] | None = Field(
         default_factory=lambda: dict(wire.DEFAULT_PCM_CANCEL), description="sent on interrupt(); null = none"
+    )
+    dtmf_message: dict[str, Any] | None = Field(
+        default=None, description="sent by send_dtmf(); placeholder {digits}; null = the endpoint takes no DTMF"
     )
     declare_intent_tool: bool = Field(default=False, description="add the intent tool as start_message.tools")
     input_sample_rate: int = Field(default=24000, gt=0)
@@ -105,8 +113,8 @@ class PcmSession(WebSocketEndpointSession):
         return message
 
     def _begin_turn(self) -> None:
-        """The caller finished a turn: an answer is due. (A response cut earlier stays open, its output dropped,
-        until the endpoint ends it: the protocol has no response ids, so that end is what separates the two.)"""
+        """The caller finished a turn: an answer is due. (A response cut earlier stays open, its audio still
+        delivered, until the endpoint ends it: the protocol has no response ids, so that end separates the two.)"""
         self.watchdog.expect()
 
     # -- Session ------------------------------------------------------------------------------------
@@ -129,6 +137,16 @@ class PcmSession(WebSocketEndpointSession):
         if self.options.cancel_message is not None:
             await self.send(render_template(self.options.cancel_message, template_values(self.spec)))
 
+    async def send_dtmf(self, digits: str) -> None:
+        """Keypad digits as ``options.dtmf_message`` (declared as ``dtmf`` only when that is configured)."""
+        if self.options.dtmf_message is None:
+            raise AdapterError("this endpoint takes no DTMF (options.dtmf_message is null)",
+                               code=ErrorCode.UNSUPPORTED, retryable=False)
+        if not DTMF_DIGITS.match(digits):
+            raise AdapterError(f"not DTMF digits: {digits!r} (0-9, *, #, A-D)", code=ErrorCode.BAD_REQUEST,
+                               retryable=False)
+        await self.send(render_template(self.options.dtmf_message, template_values(self.spec, digits=digits)))
+
     # -- events -------------------------------------------------------------------------------------
     def on_audio(self, pcm: bytes) -> None:
         options = self.options
@@ -140,8 +158,7 @@ class PcmSession(WebSocketEndpointSession):
             return
         self.watchdog.activity()
         response = response or self.start_response()
-        if not response.cut:
-            self.deliver_audio(response, pcm)
+        self.deliver_audio(response, pcm)  # a cut response's audio too: the stop-time evidence
         if voiced:
             response.heard_voice, response.silent_ms = True, 0.0
         else:
@@ -245,5 +262,6 @@ def create(system: SystemConfig) -> PcmWebSocketSystem:
         usage=False,
         server_vad=options.end_message is None,
         multi_turn=True,
+        dtmf=options.dtmf_message is not None,
     )
     return PcmWebSocketSystem(system, options, capabilities)

@@ -90,8 +90,6 @@ class EvaluatorSession(WebSocketEndpointSession):
         super().__init__(capabilities, spec, transport, input_rate=options.input_sample_rate,
                          output_rate=options.output_sample_rate)
         self.options = options
-        #: vendor ids of responses cut by interrupt(): their late events are dropped
-        self._cut_ids: set[str] = set()
 
     def init_message(self) -> dict[str, Any]:
         spec = self.spec
@@ -129,8 +127,6 @@ class EvaluatorSession(WebSocketEndpointSession):
             self.watchdog.expect()
 
     async def send_cancel(self) -> None:
-        if self.response is not None and self.response.vendor_id:
-            self._cut_ids.add(self.response.vendor_id)
         if self.options.cancel_message is not None:
             await self.send(self.options.cancel_message)
 
@@ -141,18 +137,14 @@ class EvaluatorSession(WebSocketEndpointSession):
         kind, delta = data.get("type"), data.get("delta")
         if kind is not None and not isinstance(kind, str):
             raise malformed("event 'type' is not a string")
-        response_id = data.get("response_id")
-        if isinstance(response_id, str) and response_id in self._cut_ids:
-            return
         # hot path (every audio/text delta): the single field is checked here instead of by a pydantic validation
         if kind in wire.AUDIO_DELTA_TYPES and isinstance(delta, str):
             response = self.open_response()
-            if not response.cut:
-                try:
-                    pcm = binascii.a2b_base64(delta, strict_mode=True)
-                except (binascii.Error, ValueError):
-                    raise malformed("audio delta is not base64") from None
-                self.deliver_audio(response, pcm)
+            try:  # a cut response's audio too: the stop-time evidence
+                pcm = binascii.a2b_base64(delta, strict_mode=True)
+            except (binascii.Error, ValueError):
+                raise malformed("audio delta is not base64") from None
+            self.deliver_audio(response, pcm)
             return
         if kind in wire.TEXT_DELTA_TYPES and isinstance(delta, str):
             response = self.open_response()

@@ -369,7 +369,9 @@ class LiveKitSession(StreamingSession):
             committed = self.agent_session.commit_user_turn()
             committed.add_done_callback(lambda future: future.cancelled() or future.exception())
 
-    async def interrupt(self) -> None:
+    async def interrupt(self, played_ms: float | None = None) -> None:
+        """``AgentSession.interrupt()``: the framework truncates at its own audio output's playback position (our
+        ``audio_io`` plays the agent's audio in real time), so ``played_ms`` is not needed here."""
         if not self.capabilities.interruption:
             raise AdapterError("this session cannot be interrupted (a text-only baseline: options.audio is false "
                                "or livekit-plugins-silero is missing)", code=ErrorCode.UNSUPPORTED,

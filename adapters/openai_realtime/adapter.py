@@ -12,7 +12,8 @@ Options (``system.options``): ``model`` (gpt-realtime), ``beta`` (the beta inter
 commits with ``end_input``), ``vad`` (server VAD tuning: ``threshold``, ``prefix_padding_ms``,
 ``silence_duration_ms``, ``interrupt_response``), ``input_transcription_model`` (user transcripts of audio input),
 ``intent_tool`` (give the model ``set_conversational_intent``; default on), ``max_tool_rounds`` and ``trace``
-(keep every wire event type on ``session.trace``).
+(keep every wire event type on ``session.trace``). The conversation's client tools (``SessionSpec.tools``) are
+declared as functions beside the intent tool.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.openai_realtime.live import SdkTransport, websocket_base_url
-from adapters.openai_realtime.session import RealtimeSession, SessionConfig, build_session, intent_tool
+from adapters.openai_realtime.session import (
+    RealtimeSession,
+    SessionConfig,
+    build_session,
+    function_tool,
+    intent_tool,
+)
 from adapters.options import parse_options, require_env, require_live_credentials, require_live_or_emulated
 from adapters.prompts import instructions_with_passages
 from bench.config import SystemConfig
@@ -78,6 +85,8 @@ class OpenAIRealtimeAdapter:
             usage=True,
             server_vad=options.turn_detection != "none",
             multi_turn=True,
+            client_tools=True,
+            truncation=True,
         )
 
     async def start(self) -> None:
@@ -106,14 +115,15 @@ class OpenAIRealtimeAdapter:
             beta=options.beta,
             voice=options.voice,
             output_modalities=list(options.output_modalities),
-            tools=[intent_tool()] if options.intent_tool else [],
+            tools=[*([intent_tool()] if options.intent_tool else []), *(function_tool(t) for t in spec.tools)],
             turn_detection=turn_detection,
             transcription=transcription,
         )
         return SessionConfig(beta=options.beta, session=session, base_instructions=spec.instructions,
                              passages=list(spec.context), history=list(spec.history), server_vad=server_vad,
                              idle_timeout_s=spec.idle_timeout_s, max_tool_rounds=options.max_tool_rounds,
-                             sample_rate=spec.audio.sample_rate, trace=options.trace)
+                             sample_rate=spec.audio.sample_rate, trace=options.trace,
+                             client_tools=[tool.name for tool in spec.tools])
 
     def connection_target(self, spec: SessionSpec) -> tuple[str, str | None]:
         """(api key, ``websocket_base_url``) for one conversation."""

@@ -14,9 +14,17 @@ keeps the conversation: every turn adds items to it.
   ``function_call_output`` item (``ToolResult``). Only a response that called a function and said nothing gets
   a follow-up ``response.create`` (so the model speaks its answer); a response that spoke and called the tool
   is complete. Then ``Usage`` (summed over the turn's server responses) and ``ResponseDone``.
-* ``interrupt``: ``response.cancel`` + ``conversation.item.truncate`` at the audio received so far →
-  ``Interrupted`` + ``ResponseDone(status="interrupted")``; a response the server cancels because its VAD heard
-  the caller (``turn_detected``) ends the same way, ``by="vendor"``.
+* Client tools (``SessionSpec.tools``): declared as functions in the ``session.update``; a call of one →
+  ``ToolCall(awaits_result=True)``, the turn waits; ``send_tool_result`` adds the ``function_call_output`` item
+  (``ToolResult``) and, once every call of the response is answered and the response is done, asks for the
+  spoken answer with ``response.create``.
+* ``interrupt(played_ms)``: ``response.cancel`` + ``conversation.item.truncate`` of the assistant audio item at
+  the position the caller heard (``played_ms``; else the engine's ``track_playback`` position; else the audio
+  received) → ``Interrupted``; the audio the server still sends is emitted, and ``ResponseDone(status=
+  "interrupted")`` follows the server's ``response.done``. A barge-in after the last byte arrived (the caller still
+  listening) truncates the last audio item only. A response the server cancels because its VAD heard the caller
+  (``turn_detected``) ends the same way, ``by="vendor"``, truncated at the played position the engine gave for
+  the moment the server reported ``speech_started``.
 * ``update_context``: ``session.update`` with new instructions; later responses report the new passages.
 
 Errors: a server ``error`` while a response is awaited, a failed response, a dropped socket, a malformed frame or
@@ -67,6 +75,7 @@ from bench.protocol import (
     TextDelta,
     ToolCall,
     ToolResult,
+    ToolSpec,
     Transcript,
     Usage,
     UserSpeechStarted,
@@ -106,6 +115,8 @@ class SessionConfig(BaseModel):
     server_vad: bool = False
     idle_timeout_s: float = Field(default=15.0, gt=0)
     max_tool_rounds: int = Field(default=3, ge=0)
+    #: names of the conversation's client tools (answered by the engine with ``send_tool_result``)
+    client_tools: list[str] = Field(default_factory=list)
     #: the caller's audio rate (``SessionSpec.audio``); PCM is resampled to and from 24 kHz
     sample_rate: int = SAMPLE_RATE
     trace: bool = False
@@ -114,6 +125,11 @@ class SessionConfig(BaseModel):
 def intent_tool() -> dict[str, Any]:
     return {"type": "function", "name": INTENT_TOOL_NAME, "description": INTENT_TOOL_DESCRIPTION,
             "parameters": INTENT_TOOL_PARAMETERS}
+
+
+def function_tool(tool: ToolSpec) -> dict[str, Any]:
+    """A client tool as a Realtime ``function`` tool (same shape in GA and beta)."""
+    return {"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters}
 
 
 def build_session(instructions: str, *, beta: bool, voice: str | None, output_modalities: list[str],
@@ -238,6 +254,11 @@ class _Turn:
     audio_item_bytes: int = 0
     handled_calls: set[str] = field(default_factory=set)
     call_names: dict[str, str] = field(default_factory=dict)
+    #: client tool calls the engine has not answered yet, and whether answered ones await a follow-up response
+    pending_results: set[str] = field(default_factory=set)
+    results_sent: bool = False
+    #: the played position the engine gave when the server heard the caller start (a server-VAD barge-in)
+    vad_cut_ms: float | None = None
     # per server response
     calls_in_response: int = 0
     spoke_in_response: bool = False
@@ -245,6 +266,10 @@ class _Turn:
     @property
     def played_ms(self) -> float:
         return self.output_audio_bytes / BYTES_PER_SECOND * 1000.0
+
+    @property
+    def item_received_ms(self) -> float:
+        return self.audio_item_bytes / BYTES_PER_SECOND * 1000.0
 
     def new_server_response(self) -> None:
         self.active = True
@@ -315,6 +340,12 @@ class RealtimeSession(StreamingSession):
         self._buffered_audio_bytes = 0
         self._item_turns: dict[str, str] = {}
         self._last_activity = time.monotonic()
+        #: the last assistant audio item of a finished response: (response id, item id, ms received) — a caller
+        #: still listening to it can barge in after the response ended
+        self._last_audio: tuple[str, str, float] | None = None
+        self._truncated: set[str] = set()
+        #: the position sent with the last truncate (for ``Interrupted.played_ms``)
+        self._cut_ms: dict[str, float] = {}
 
     # -- set-up ------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -374,15 +405,37 @@ class RealtimeSession(StreamingSession):
             await self._send(wire.ResponseCreate())
             self._last_activity = time.monotonic()
 
-    async def interrupt(self) -> None:
+    async def interrupt(self, played_ms: float | None = None) -> None:
         async with self._state_lock:
             turn = self._turn
-            if turn is None or turn.interrupt_requested:
+            if turn is None:
+                await self._truncate_last_audio(played_ms)
+                return
+            if turn.interrupt_requested:
                 return
             turn.interrupt_requested = True
+            turn.vad_cut_ms = played_ms if played_ms is not None else self.played_position(turn.response_id)
             if turn.active:
                 await self._cancel(turn)
             # else: the response is still to be created; it is cancelled as soon as it is
+
+    async def send_tool_result(self, call_id: str, output: str, *, is_error: bool = False) -> None:
+        """Answer a client tool call: a ``function_call_output`` item; the follow-up ``response.create`` once every
+        call of the response is answered and the response is done."""
+        async with self._state_lock:
+            self._check_open()
+            turn = self._turn
+            if turn is None or call_id not in turn.pending_results:
+                raise AdapterError(f"no client tool call {call_id!r} awaits a result", code=ErrorCode.BAD_REQUEST,
+                                   retryable=False)
+            turn.pending_results.discard(call_id)
+            item = wire.ConversationItem(type="function_call_output", call_id=call_id, output=output)
+            await self._send(wire.ConversationItemCreate(item=item))
+            self.emit(ToolResult(call_id=call_id, output=output, is_error=is_error, response_id=turn.response_id))
+            turn.results_sent = True
+            self._last_activity = time.monotonic()
+            if not turn.active and not turn.pending_results:
+                await self._follow_up(turn)
 
     async def update_context(self, update: ContextUpdate) -> None:
         self._check_open()
@@ -434,9 +487,36 @@ class RealtimeSession(StreamingSession):
     async def _cancel(self, turn: _Turn) -> None:
         await self._send(wire.ResponseCancel())
         if turn.audio_item_id and turn.audio_item_bytes:
-            audio_end_ms = int(turn.audio_item_bytes / BYTES_PER_SECOND * 1000)
-            await self._send(wire.ConversationItemTruncate(item_id=turn.audio_item_id, content_index=0,
-                                                           audio_end_ms=audio_end_ms))
+            await self._truncate(turn.response_id, turn.audio_item_id, turn.item_received_ms, turn.vad_cut_ms)
+
+    async def _truncate(self, response_id: str, item_id: str, received_ms: float, played_ms: float | None) -> None:
+        """``conversation.item.truncate`` at what the caller heard (never past the audio received: the server
+        refuses that), once per item."""
+        if item_id in self._truncated:
+            return
+        self._truncated.add(item_id)
+        heard = received_ms if played_ms is None else min(max(0.0, played_ms), received_ms)
+        audio_end_ms = int(heard)
+        self._cut_ms[response_id] = float(audio_end_ms)
+        await self._send(wire.ConversationItemTruncate(item_id=item_id, content_index=0, audio_end_ms=audio_end_ms))
+
+    async def _truncate_last_audio(self, played_ms: float | None) -> None:
+        """A barge-in after the response ended: the caller may still be hearing its audio."""
+        if self._last_audio is None:
+            return
+        response_id, item_id, received_ms = self._last_audio
+        heard = played_ms if played_ms is not None else self.played_position(response_id)
+        if heard is not None and heard < received_ms:
+            await self._truncate(response_id, item_id, received_ms, heard)
+
+    async def _follow_up(self, turn: _Turn) -> None:
+        """Every client call of the response is answered and the response is done: ask for the spoken answer."""
+        turn.results_sent = False
+        if turn.tool_rounds >= self.config.max_tool_rounds:
+            self._finish(turn)
+            return
+        turn.tool_rounds += 1
+        await self._send(wire.ResponseCreate())
 
     # -- reading -----------------------------------------------------------------------------------
     def _parse(self, raw: str | bytes) -> wire.ServerEvent | wire.UnknownServerEvent:
@@ -475,6 +555,7 @@ class RealtimeSession(StreamingSession):
         if isinstance(event, wire.ErrorEvent):
             self._on_error(event.error)
         elif isinstance(event, wire.InputAudioBufferSpeechStarted):
+            await self._on_speech_started()
             self.emit(UserSpeechStarted())
         elif isinstance(event, wire.InputAudioBufferSpeechStopped):
             self._on_speech_stopped(event.item_id)
@@ -533,6 +614,15 @@ class RealtimeSession(StreamingSession):
             self.emit(non_fatal(error))
             return
         raise error
+
+    async def _on_speech_started(self) -> None:
+        """The server heard the caller: note what the caller had heard of the agent's audio at this moment (the
+        truncation point should the server cancel the response), or truncate an ended response's last item."""
+        turn = self._turn
+        if turn is not None and turn.audio_item_bytes and turn.vad_cut_ms is None:
+            turn.vad_cut_ms = self.played_position(turn.response_id)
+        elif turn is None:
+            await self._truncate_last_audio(None)
 
     def _on_speech_stopped(self, item_id: str) -> None:
         turn = _Turn(self.new_response_id(), passages=list(self.passages),
@@ -596,6 +686,11 @@ class RealtimeSession(StreamingSession):
             parsed = {"_unparsed": arguments}
         if not isinstance(parsed, dict):
             parsed = {"_value": parsed}
+        if name in self.config.client_tools:  # the engine answers it (send_tool_result)
+            turn.pending_results.add(call_id)
+            self.emit(ToolCall(call_id=call_id, name=name, arguments=parsed, response_id=turn.response_id,
+                               awaits_result=True))
+            return
         self.emit(ToolCall(call_id=call_id, name=name, arguments=parsed, response_id=turn.response_id))
         if name == INTENT_TOOL_NAME:
             turn.intent, turn.target_language = intent_from_arguments(parsed)
@@ -615,6 +710,8 @@ class RealtimeSession(StreamingSession):
             self._finish(turn, interrupted_by="caller")
             return
         if response.status == "cancelled" and details is not None and details.reason == "turn_detected":
+            if turn.audio_item_id and turn.audio_item_bytes and turn.vad_cut_ms is not None:
+                await self._truncate(turn.response_id, turn.audio_item_id, turn.item_received_ms, turn.vad_cut_ms)
             self._finish(turn, interrupted_by="vendor")
             return
         if response.status == "failed":
@@ -625,6 +722,11 @@ class RealtimeSession(StreamingSession):
                                code=ErrorCode.CANCELLED)
         spoke = turn.spoke_in_response or any(
             item.type == "message" and _has_content(item) for item in response.output or [])
+        if turn.pending_results:
+            return  # the engine answers the client tool calls; send_tool_result asks for the follow-up
+        if turn.results_sent:
+            await self._follow_up(turn)
+            return
         if turn.calls_in_response and not spoke and turn.tool_rounds < self.config.max_tool_rounds:
             turn.tool_rounds += 1  # the model only called the tool: ask it for the spoken answer
             await self._send(wire.ResponseCreate())
@@ -634,7 +736,11 @@ class RealtimeSession(StreamingSession):
     def _finish(self, turn: _Turn, interrupted_by: str | None = None) -> None:
         self._stop_speaking(turn)
         if interrupted_by is not None:
-            self.emit(Interrupted(played_ms=turn.played_ms, by=interrupted_by, response_id=turn.response_id))
+            played = self._cut_ms.pop(turn.response_id, None)
+            self.emit(Interrupted(played_ms=played if played is not None else turn.played_ms, by=interrupted_by,
+                                  response_id=turn.response_id))
+        if turn.audio_item_id and turn.audio_item_bytes:
+            self._last_audio = (turn.response_id, turn.audio_item_id, turn.item_received_ms)
         usage = turn.usage
         usage.response_id = turn.response_id
         usage.input_audio_seconds = turn.input_audio_bytes / BYTES_PER_SECOND if turn.input_audio_bytes else None

@@ -37,6 +37,7 @@ from bench.protocol import (
     AgentSpeechStarted,
     AgentSpeechStopped,
     AudioDelta,
+    CallControl,
     Capabilities,
     ContextUpdate,
     ErrorCode,
@@ -61,7 +62,7 @@ SILENCE_PEAK = 64
 
 WEB_CALL_CAPABILITIES = Capabilities(text_input=False, audio_input=True, streaming_output=True, audio_output=True,
                                      tool_events=False, interruption=False, usage=True, server_vad=True,
-                                     multi_turn=True)
+                                     multi_turn=True, call_control=True)
 
 
 @dataclass
@@ -73,6 +74,8 @@ class RoomHandlers:
     #: mono pcm_s16le of the agent's audio track and its sample rate
     on_agent_audio: Callable[[bytes, int], None]
     on_disconnected: Callable[[str], None]
+    #: a participant left the room (its identity); the agent (``server``) leaving is its hang-up
+    on_participant_left: Callable[[str | None], None] = lambda identity: None
 
 
 class CallRoom(Protocol):
@@ -115,6 +118,8 @@ class LiveKitCallRoom:
         room.on("data_received", on_data)
         room.on("track_subscribed", on_track)
         room.on("disconnected", lambda reason=None: handlers.on_disconnected(str(reason)))
+        room.on("participant_disconnected",
+                lambda participant: handlers.on_participant_left(getattr(participant, "identity", None)))
         await room.connect(url, token, rtc.RoomOptions(auto_subscribe=True))
         self._source = rtc.AudioSource(self.sample_rate, 1)
         track = rtc.LocalAudioTrack.create_audio_track("microphone", self._source)
@@ -194,7 +199,7 @@ class RetellWebCallSession(RetellSession):
                                code=ErrorCode.UNSUPPORTED, retryable=False)
         self.register(call_id)
         handlers = RoomHandlers(on_data=self._on_data, on_agent_audio=self._on_agent_audio,
-                                on_disconnected=self._on_disconnected)
+                                on_disconnected=self._on_disconnected, on_participant_left=self._on_participant_left)
         try:
             await self.room.join(self.livekit_url, token, handlers)
         except Exception as exc:
@@ -245,6 +250,15 @@ class RetellWebCallSession(RetellSession):
         if not self._leaving and not self.ended:
             self.fail(AdapterError(redact(f"Retell web call: the room disconnected ({reason})"),
                                    code=ErrorCode.DISCONNECTED))
+
+    def _on_participant_left(self, identity: str | None) -> None:
+        """The agent (participant ``server``) left the room: it hung up, as the JS client reads it. The response it
+        was giving ends and ``CallControl(agent_hung_up)`` is reported; the caller's side then hangs up
+        (``aclose``, which also reads the call's cost back)."""
+        if identity != SERVER_IDENTITY or self._leaving or self.ended:
+            return
+        self._finish_response()
+        self.emit(CallControl(kind="agent_hung_up", reason="the agent left the call's room"))
 
     def _on_data(self, payload: bytes, identity: str | None) -> None:
         if identity != SERVER_IDENTITY or self.ended:

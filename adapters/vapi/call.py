@@ -9,10 +9,16 @@ agent's side comes back as ``model-output`` → ``TextDelta``, binary → ``Audi
 ``tool-calls-result`` → ``ToolCall`` / ``ToolResult``, ``transcript`` → ``Transcript``, ``speech-update`` →
 ``AgentSpeechStarted`` / ``AgentSpeechStopped``. A response ends at the assistant's ``speech-update stopped``
 once its final transcript is in (or ``final_transcript_wait_s`` later). ``user-interrupted`` (Vapi's barge-in)
-and ``interrupt()`` (``control: mute-assistant``, lifted again before the caller's next turn) end it with
-``Interrupted`` + ``ResponseDone(status="interrupted")``; what the assistant still sends for it is dropped.
+and ``interrupt(played_ms)`` (``control: mute-assistant``, lifted again before the caller's next turn) report
+``Interrupted`` at once; the audio the assistant still sends for it is emitted under it (the engine measures the
+stop time from it) until it drains (the assistant's ``speech-update stopped`` or the caller's next turn), then
+``ResponseDone(status="interrupted")``.
 
-When the socket closes mid-conversation the call's ``endedReason`` (``GET /call/{id}``) decides the error code.
+Call control: ``transfer-update`` → ``CallControl(transfer_requested, target=<number / SIP URI / assistant>)``; a
+``status-update`` ``ended`` whose ``endedReason`` says the assistant ended the call (``assistant-ended-call…``,
+``assistant-said-end-call-phrase``) or forwarded it → ``CallControl(agent_hung_up / transfer_requested)`` after
+the response it was giving, and the session ends normally when the socket closes. Otherwise, when the socket
+closes mid-conversation the call's ``endedReason`` (``GET /call/{id}``) decides the error code.
 ``aclose`` hangs up and reads the ended call back for its cost: ``Usage(scope="session")`` with ``cost`` (USD),
 the Vapi platform minutes, the audio both ways and ``artifact.performanceMetrics`` averages (milliseconds, as
 ``vapi_*_latency``).
@@ -33,6 +39,8 @@ from adapters.prompts import instructions_with_passages as assistant_prompt
 from adapters.vapi.assistant import SessionSetup, assistant_overrides
 from adapters.vapi.response import ResponseState
 from adapters.vapi.wire import (
+    AGENT_HANGUP_REASONS,
+    AGENT_TRANSFER_REASONS,
     AddMessage,
     AudioFormat,
     CallRecord,
@@ -47,6 +55,7 @@ from adapters.vapi.wire import (
     ToolCalls,
     ToolCallsResult,
     TranscriptMessage,
+    TransferUpdate,
     TransportMessage,
     TransportSpec,
     UserInterrupted,
@@ -57,6 +66,7 @@ from bench.protocol import (
     AgentSpeechStarted,
     AgentSpeechStopped,
     AudioDelta,
+    CallControl,
     Capabilities,
     ContextUpdate,
     ErrorCode,
@@ -80,7 +90,7 @@ DRAIN_WAIT_S = 2.0
 
 CALL_CAPABILITIES = Capabilities(
     text_input=True, audio_input=True, streaming_output=True, audio_output=True, tool_events=True,
-    interruption=True, usage=True, server_vad=True, multi_turn=True,
+    interruption=True, usage=True, server_vad=True, multi_turn=True, call_control=True,
 )
 
 
@@ -121,6 +131,8 @@ class VapiCallSession(StreamingSession):
         #: cleared after an interruption while what the assistant still sends for the cut-off response is dropped
         self._drained = asyncio.Event()
         self._drained.set()
+        #: the interrupted response whose audio may still arrive (until the assistant's speech drains)
+        self._cut: ResponseState | None = None
         self._muted = False
         self._awaiting = False
         self._last_activity = time.monotonic()
@@ -129,6 +141,9 @@ class VapiCallSession(StreamingSession):
         self._output_bytes = 0
         self._reader: asyncio.Task[Any] | None = None
         self._finish_timer: asyncio.Task[Any] | None = None
+        self._transfer_reported = False
+        #: the assistant ended or forwarded the call: the socket's close is the normal end
+        self._call_over = False
 
     @classmethod
     async def open(cls, setup: SessionSetup) -> VapiCallSession:
@@ -161,7 +176,7 @@ class VapiCallSession(StreamingSession):
         if not self._drained.is_set():  # let the cut-off response's last messages go by first
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._drained.wait(), DRAIN_WAIT_S)
-            self._drained.set()
+            self._set_drained()
         await self._unmute()
         response = self._start_response(question=text)
         await self._send(AddMessage(message=OpenAiMessage(role="user", content=text)).wire())
@@ -177,12 +192,12 @@ class VapiCallSession(StreamingSession):
     async def end_input(self) -> None:
         """Vapi ends the caller's turn with its own VAD; nothing to commit."""
 
-    async def interrupt(self) -> None:
+    async def interrupt(self, played_ms: float | None = None) -> None:
         if self._current is None or self.ended:
             return
         self._muted = True
         await self._send(Control(control="mute-assistant").wire())
-        self._interrupted(by="caller")
+        self._interrupted(by="caller", played_ms=played_ms)
 
     async def update_context(self, update: ContextUpdate) -> None:
         self._passages = list(update.passages)
@@ -192,6 +207,7 @@ class VapiCallSession(StreamingSession):
 
     async def close_connection(self) -> None:
         self._hanging_up = True
+        self._end_cut()
         with contextlib.suppress(Exception):
             await self._transport.send(Hangup().wire())
         if self._reader is not None and not self._reader.done():
@@ -211,6 +227,10 @@ class VapiCallSession(StreamingSession):
                 frame = await self._transport.recv()
             except ConnectionClosed as exc:
                 if self._hanging_up:
+                    return
+                if self._call_over:  # the assistant hung up or forwarded the call (reported as CallControl)
+                    self.emit(self._session_usage(await self._read_back()))
+                    self.finish()
                     return
                 raise await self._closed_error(exc) from None
             self._last_activity = time.monotonic()
@@ -257,8 +277,31 @@ class VapiCallSession(StreamingSession):
                                      output=str(result.get("result", ""))))
         elif isinstance(message, UserInterrupted):
             self._interrupted(by="vendor")
+        elif isinstance(message, TransferUpdate):
+            self._transfer_reported = True
+            self.emit(CallControl(kind="transfer_requested", target=message.target(),
+                                  response_id=self._current.response_id if self._current else None))
         elif isinstance(message, StatusUpdate) and message.status == "ended":
-            raise ended_reason_error(message.ended_reason or "ended")
+            self._on_ended(message.ended_reason or "ended")
+
+    def _on_ended(self, reason: str) -> None:
+        """The call ended: the assistant hanging up or forwarding the call is a ``CallControl`` and ends the
+        session normally (after the response it was giving); any other reason is an error."""
+        if reason.startswith(AGENT_HANGUP_REASONS):
+            kind: Literal["agent_hung_up", "transfer_requested"] | None = "agent_hung_up"
+        elif reason.startswith(AGENT_TRANSFER_REASONS):
+            kind = None if self._transfer_reported else "transfer_requested"
+        else:
+            raise ended_reason_error(reason)
+        self._end_cut()
+        response = self._current
+        if response is not None:
+            if not (response.text_parts or response.audio_bytes):
+                raise ended_reason_error(reason)  # ended before answering: the exchange failed
+            self._finish(response)
+        if kind is not None:
+            self.emit(CallControl(kind=kind, reason=reason))
+        self._call_over = True
 
     def _on_speech(self, message: SpeechUpdate) -> None:
         if message.role == "user":
@@ -276,7 +319,7 @@ class VapiCallSession(StreamingSession):
                 self.emit(AgentSpeechStarted(response_id=response.response_id))
         elif message.status == "stopped":
             if not self._drained.is_set():
-                self._drained.set()
+                self._set_drained()
                 return
             response = self._current
             if response is None or response.speech_stopped:
@@ -298,7 +341,7 @@ class VapiCallSession(StreamingSession):
             # the caller's turn as Vapi heard it: the response to it starts here
             if self._current is not None:
                 self._interrupted(by="caller")
-            self._drained.set()
+            self._set_drained()
             response = self._start_response(question=message.transcript)
             self.emit(Transcript(response_id=response.response_id, role="user", text=message.transcript))
             return
@@ -319,7 +362,7 @@ class VapiCallSession(StreamingSession):
 
     def _on_audio(self, frame: bytes) -> None:
         self._output_bytes += len(frame)
-        response = self._agent_response()
+        response = self._agent_response() if self._cut is None else self._cut  # a cut reply's audio is evidence
         if response is None:
             return
         response.audio_bytes += len(frame)
@@ -361,17 +404,31 @@ class VapiCallSession(StreamingSession):
             self._finish_timer.cancel()
         self._finish_timer = None
 
-    def _interrupted(self, *, by: Literal["caller", "vendor"]) -> None:
+    def _interrupted(self, *, by: Literal["caller", "vendor"], played_ms: float | None = None) -> None:
+        """Report the cut; the response ends once the assistant's audio has drained (``_set_drained``)."""
         response = self._current
         if response is None:
             return
         self._cancel_finish_timer()
-        played_ms = response.audio_bytes / 2 / self._rate * 1000.0
+        self._end_cut()
+        if played_ms is None:
+            played_ms = self.played_position(response.response_id)
+        if played_ms is None:
+            played_ms = response.audio_bytes / 2 / self._rate * 1000.0
         self.emit(Interrupted(response_id=response.response_id, played_ms=played_ms, by=by))
-        self.emit(response.done(self._record(), self._passages, status="interrupted"))
+        self._cut = response
         self._current = None
         self._awaiting = False
         self._drained.clear()
+
+    def _set_drained(self) -> None:
+        self._drained.set()
+        self._end_cut()
+
+    def _end_cut(self) -> None:
+        cut, self._cut = self._cut, None
+        if cut is not None:
+            self.emit(cut.done(self._record(), self._passages, status="interrupted"))
 
     def _record(self) -> Any:
         return self.setup.llm.record(call_id=self.call_id) if self.setup.llm is not None else None

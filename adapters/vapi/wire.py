@@ -143,6 +143,28 @@ class StatusUpdate(VapiModel):
     timestamp: float | None = None
 
 
+class TransferUpdate(VapiModel):
+    """The assistant transfers the call (SDK ``ClientMessageTransferUpdate``); ``destination`` is a number, SIP or
+    assistant destination object."""
+
+    type: Literal["transfer-update"] = "transfer-update"
+    destination: dict[str, Any] | None = None
+    timestamp: float | None = None
+
+    def target(self) -> str | None:
+        destination = self.destination or {}
+        for key in ("number", "sipUri", "assistantName"):
+            if isinstance(destination.get(key), str):
+                return destination[key]
+        return None
+
+
+#: ``endedReason`` values that say the assistant itself ended the call (SDK ``CallEndedReason``)
+AGENT_HANGUP_REASONS = ("assistant-ended-call", "assistant-said-end-call-phrase")
+#: the assistant forwarded the call
+AGENT_TRANSFER_REASONS = ("assistant-forwarded-call",)
+
+
 class UnknownMessage(VapiModel):
     """Any other typed message (kept, ignored by the adapter)."""
 
@@ -159,6 +181,7 @@ TransportMessage = (
     | Hang
     | UserInterrupted
     | StatusUpdate
+    | TransferUpdate
     | UnknownMessage
 )
 
@@ -173,6 +196,7 @@ TRANSPORT_MESSAGE_TYPES: dict[str, type[VapiModel]] = {
     "hang": Hang,
     "user-interrupted": UserInterrupted,
     "status-update": StatusUpdate,
+    "transfer-update": TransferUpdate,
 }
 
 

@@ -35,6 +35,7 @@ from bench.engine.pump import AudioPump
 from bench.protocol import (
     AdapterError,
     AudioDelta,
+    CallControl,
     ErrorCode,
     ErrorEvent,
     Interrupted,
@@ -113,8 +114,12 @@ def _answer_done(event: Any, spoke: bool, called_tool: bool) -> bool:
     return not tool_only or event.status != "completed"
 
 
-def _until_done(exchange: Exchange,
-                on_audio: Callable[[Stamped], None] | None = None) -> Callable[[Stamped | None], bool]:
+#: sees every stamped event of an exchange as it is read (the tool router, the playback tracker)
+Observer = Callable[[Stamped], None]
+
+
+def _until_done(exchange: Exchange, on_audio: Observer | None = None,
+                observe: Observer | None = None) -> Callable[[Stamped | None], bool]:
     """The handler that reads one exchange's events (``EventTap.watch``): it keeps them, raises a fatal error,
     notes the zero point, hands agent audio to ``on_audio`` and is done at the answer's ``ResponseDone``."""
     spoke = called_tool = False
@@ -124,6 +129,8 @@ def _until_done(exchange: Exchange,
         if item is None:
             raise AdapterError("the event stream ended before the response was done", code=ErrorCode.NO_RESPONSE)
         exchange.stamps.append(item)
+        if observe is not None:
+            observe(item)
         event = item.event
         if on_audio is not None and isinstance(event, AudioDelta):
             on_audio(item)
@@ -144,10 +151,11 @@ async def _read_until_done(tap: EventTap, exchange: Exchange, on_first_response:
     await tap.watch(_until_done(exchange))
 
 
-async def text_exchange(session: Session, tap: EventTap, text: str) -> Exchange:
+async def text_exchange(session: Session, tap: EventTap, text: str, *, observe: Observer | None = None) -> Exchange:
+    """One typed exchange; ``observe`` sees each event as it is read (``bench.engine.tools.ToolRouter``)."""
     exchange = Exchange(input_mode="text", started=now())
     # the events are read where the tap stamps them: one future for the whole exchange, no reader task
-    reader = tap.watch(_until_done(exchange))
+    reader = tap.watch(_until_done(exchange, observe=observe))
     try:
         await session.send_text(text)
         sent = now()
@@ -164,10 +172,12 @@ async def text_exchange(session: Session, tap: EventTap, text: str) -> Exchange:
 
 async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorder: DuplexRecorder, *,
                          line_open: bool, frame_ms: float = 20.0,
-                         line: Callable[[int], bytes] | None = None, barge_in: BargeIn | None = None) -> Exchange:
+                         line: Callable[[int], bytes] | None = None, barge_in: BargeIn | None = None,
+                         observe: Observer | None = None) -> Exchange:
     """One spoken exchange; ``line`` gives what the open line carries after the speech (room noise), default
     digital silence. The caller finishes ``speech`` whatever the agent does; with ``barge_in`` it also says that
-    line into the agent's answer (which needs an open line or a session that takes audio while it answers)."""
+    line into the agent's answer (which needs an open line or a session that takes audio while it answers);
+    ``observe`` sees each event as it is read (tool router, playback tracker)."""
     exchange = Exchange(input_mode="audio", started=now())
     pump = AudioPump(session, recorder, frame_ms=frame_ms, line=line)
     loop = asyncio.get_running_loop()
@@ -210,7 +220,7 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
             timers.append(loop.call_later(max(0.0, plays_at + barge_in.offset_ms / 1000.0 - now()), fire))
 
     pumping = asyncio.ensure_future(pump.run(speech, line_open=line_open))
-    reader = tap.watch(_until_done(exchange, on_audio))
+    reader = tap.watch(_until_done(exchange, on_audio, observe))
     try:
         done, _ = await asyncio.wait({pumping, reader}, return_when=asyncio.FIRST_COMPLETED)
         if pumping in done:
@@ -350,7 +360,9 @@ def fold(exchange: Exchange, late: list[Stamped] = ()) -> dict[str, Any]:
             tool_calls.append({"call_id": event.call_id, "name": event.name, "arguments": event.arguments})
             detail = {"name": event.name}
         elif isinstance(event, ToolResult):
-            detail = {"call_id": event.call_id}
+            detail = {"call_id": event.call_id, "is_error": event.is_error}
+        elif isinstance(event, CallControl):
+            detail = {"kind": event.kind, "target": event.target, "reason": event.reason}
         elif isinstance(event, Usage):
             for name in USAGE_METERS:
                 value = getattr(event, name)

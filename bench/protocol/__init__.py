@@ -11,6 +11,7 @@ from bench.protocol.events import (
     AgentSpeechStarted,
     AgentSpeechStopped,
     AudioDelta,
+    CallControl,
     ErrorEvent,
     Event,
     Interrupted,
@@ -30,12 +31,14 @@ from bench.protocol.session import (
     ContextUpdate,
     Endpoint,
     HistoryMessage,
+    PlayedPosition,
     Session,
     SessionSpec,
     StreamingSession,
     SystemUnderTest,
     run_turn,
 )
+from bench.protocol.tools import ToolSpec
 
 __all__ = [
     "AUDIO_FORMAT",
@@ -45,6 +48,7 @@ __all__ = [
     "AudioConverter",
     "AudioDelta",
     "AudioFormat",
+    "CallControl",
     "Capabilities",
     "ContextUpdate",
     "Endpoint",
@@ -52,6 +56,7 @@ __all__ = [
     "ErrorEvent",
     "Event",
     "HistoryMessage",
+    "PlayedPosition",
     "Interrupted",
     "ResponseDone",
     "Session",
@@ -63,6 +68,7 @@ __all__ = [
     "TextDelta",
     "ToolCall",
     "ToolResult",
+    "ToolSpec",
     "Transcript",
     "TurnDone",
     "Usage",

@@ -15,6 +15,10 @@ CAPABILITY_NAMES = (
     "usage",
     "server_vad",
     "multi_turn",
+    "client_tools",
+    "truncation",
+    "call_control",
+    "dtmf",
 )
 
 
@@ -35,6 +39,15 @@ class Capabilities(BaseModel):
     server_vad: bool = False
     #: one session carries several exchanges with the context of the earlier ones
     multi_turn: bool = True
+    #: the tools of ``SessionSpec.tools`` reach the agent; its calls arrive as ``ToolCall(awaits_result=True)``
+    #: and ``send_tool_result`` answers them on the vendor's wire
+    client_tools: bool = False
+    #: ``interrupt(played_ms)`` tells the vendor what the caller heard (the agent's context is cut there)
+    truncation: bool = False
+    #: the session reports ``CallControl`` (the agent hung up, asked for a transfer) where the vendor signals it
+    call_control: bool = False
+    #: ``send_dtmf`` sends keypad digits on the vendor's wire
+    dtmf: bool = False
 
     def missing(self, required: list[str] | tuple[str, ...]) -> list[str]:
         """The names in ``required`` this adapter does not provide (unknown names count as missing)."""

@@ -88,25 +88,45 @@ class AgentSpeechStopped(_Event):
 
 
 class Interrupted(_Event):
-    """The agent's response was cut off (by ``interrupt()`` or the vendor's barge-in handling)."""
+    """The agent's response was cut off (by ``interrupt()`` or the vendor's barge-in handling).
+
+    It is not the end of the agent's audio: whatever audio the vendor still sends for the response is emitted as
+    ``AudioDelta`` (never dropped; the engine measures the stop time from it) before ``ResponseDone``."""
 
     type: Literal["interrupted"] = "interrupted"
-    #: how much of the response's audio had been delivered when playback stopped
+    #: how much of the response's audio the caller had heard at the cut (the engine's played position where it
+    #: gave one, else the audio received)
     played_ms: float | None = None
     by: Literal["caller", "vendor"] = "caller"
 
 
 class ToolCall(_Event):
+    """The agent called a tool. ``awaits_result``: a tool of ``SessionSpec.tools`` the session waits on — the
+    engine answers it with ``Session.send_tool_result(call_id, output)``; otherwise the call is reported for the
+    record and already answered (the intent tool, which the adapter answers itself, or a vendor-side tool)."""
+
     type: Literal["tool_call"] = "tool_call"
     call_id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    awaits_result: bool = False
 
 
 class ToolResult(_Event):
     type: Literal["tool_result"] = "tool_result"
     call_id: str
     output: str
+    is_error: bool = False
+
+
+class CallControl(_Event):
+    """The agent ended the call or asked for it to be transferred (where the vendor signals it)."""
+
+    type: Literal["call_control"] = "call_control"
+    kind: Literal["agent_hung_up", "transfer_requested"]
+    #: the transfer destination (a number or SIP URI) as the vendor gave it
+    target: str | None = None
+    reason: str | None = None
 
 
 class Usage(_Event):
@@ -168,7 +188,7 @@ class ErrorEvent(_Event):
 
 Event = Annotated[
     SessionReady | UserTurnSent | TextDelta | AudioDelta | Transcript | UserSpeechStarted | UserSpeechStopped
-    | AgentSpeechStarted | AgentSpeechStopped | Interrupted | ToolCall | ToolResult | Usage | ResponseDone
-    | ErrorEvent,
+    | AgentSpeechStarted | AgentSpeechStopped | Interrupted | ToolCall | ToolResult | CallControl | Usage
+    | ResponseDone | ErrorEvent,
     Field(discriminator="type"),
 ]

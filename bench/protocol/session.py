@@ -3,8 +3,9 @@
 ``SystemUnderTest.open_session(spec)`` opens the vendor connection (authentication, session configuration) and
 returns a ``Session``. The caller then sends text turns (``send_text``) or streams audio (``push_audio`` with
 paced frames; ``end_input`` commits where the endpoint does not detect the end of speech itself), may barge in
-(``interrupt``), may change the knowledge given to the agent between turns (``update_context``), reads one
-event stream for the whole conversation (``events()``) and finally ``aclose()``-s it.
+(``interrupt(played_ms)``), answers the agent's tool calls (``send_tool_result``), sends keypad digits
+(``send_dtmf``, where declared), may change the knowledge given to the agent between turns
+(``update_context``), reads one event stream for the whole conversation (``events()``) and finally ``aclose()``-s it.
 
 ``StreamingSession`` is the base most adapters build on: a background reader turns wire frames into events
 with ``emit``; a failure becomes one fatal ``ErrorEvent`` that ends the stream. Its ``events()`` is an
@@ -31,6 +32,11 @@ from bench.protocol.capabilities import Capabilities
 from bench.protocol.errors import AdapterError, ErrorCode
 from bench.protocol.events import ErrorEvent, Event, ResponseDone
 from bench.protocol.redact import redact
+from bench.protocol.tools import ToolSpec
+
+#: the engine's played position (``Session.track_playback``): response id → how many ms of that response's audio
+#: the caller has heard so far (None: unknown, e.g. no audio of it was played)
+PlayedPosition = Callable[[str], float | None]
 
 
 class Endpoint(BaseModel):
@@ -83,6 +89,8 @@ class SessionSpec(BaseModel):
     instructions: str | None = None
     #: earlier exchanges to seed the agent with (restarted conversations, scenario set-up)
     history: list[HistoryMessage] = Field(default_factory=list)
+    #: client tools the agent may call (answered by the engine's tool backend; needs ``client_tools``)
+    tools: list[ToolSpec] = Field(default_factory=list)
     endpoint: Endpoint | None = None
     #: audio input: what the caller will say, in order — for speech front ends that run with an oracle transcript
     #: (labelled as such); vendors never see it
@@ -98,6 +106,7 @@ class Session(ABC):
     """One live conversation with a system under test."""
 
     capabilities: Capabilities
+    _played_position: PlayedPosition | None = None
 
     @abstractmethod
     async def send_text(self, text: str) -> None:
@@ -112,8 +121,29 @@ class Session(ABC):
         raise AdapterError("this session takes no audio input", code=ErrorCode.UNSUPPORTED, retryable=False)
 
     async def interrupt(self, played_ms: float | None = None) -> None:
-        """Barge in: stop the agent's current response (``played_ms``: how much of it the caller heard)."""
+        """Barge in: stop the agent's current response. ``played_ms``: how much of it the caller actually heard
+        (the engine's playback position); adapters that can truncate cut the agent's context there (None: the
+        ``track_playback`` position, else the audio received). The agent's audio that still arrives is emitted,
+        never dropped: the stop time is measured from it."""
         raise AdapterError("this session cannot be interrupted", code=ErrorCode.UNSUPPORTED, retryable=False)
+
+    async def send_tool_result(self, call_id: str, output: str, *, is_error: bool = False) -> None:
+        """Answer a ``ToolCall(awaits_result=True)`` on the vendor's wire (needs ``client_tools``)."""
+        raise AdapterError("this session takes no tool results", code=ErrorCode.UNSUPPORTED, retryable=False)
+
+    async def send_dtmf(self, digits: str) -> None:
+        """Send keypad digits (``0-9*#``) to the agent (needs ``dtmf``)."""
+        raise AdapterError("this session takes no DTMF", code=ErrorCode.UNSUPPORTED, retryable=False)
+
+    def track_playback(self, position: PlayedPosition | None) -> None:
+        """The engine hands over its played position, for cuts the adapter learns of from the vendor (e.g. a
+        server-VAD barge-in, where no ``interrupt(played_ms)`` call comes): the adapter asks it then."""
+        self._played_position = position
+
+    def played_position(self, response_id: str) -> float | None:
+        """What the engine says the caller heard of ``response_id`` (None without ``track_playback``)."""
+        position = self._played_position
+        return position(response_id) if position is not None else None
 
     async def update_context(self, update: ContextUpdate) -> None:
         """Give the agent new knowledge for its next responses."""

@@ -343,30 +343,60 @@ async def test_audio_in_is_ended_by_server_vad_and_audio_comes_back():
         await launched.close()
 
 
-async def test_interrupt_stops_the_reply_and_the_next_turn_is_clean():
-    launched = await launched_system(emulator={"latency": REALTIME})
+async def test_interrupt_then_the_callers_turn_stops_the_reply_and_its_audio_is_kept():
+    """A barge-in as the engine does it: ``interrupt(played_ms)``, then the caller's turn (Deepgram has no cancel:
+    the new user message is what stops it). The audio still in flight is emitted under the cut response."""
+    launched = await launched_system(emulator={"latency": REALTIME, "vad": {"barge_in_reaction_ms": 300}})
     try:
         session = await launched.adapter.open_session(spec_for(launched))
         events = session.events()
         await session.send_text("Please tell me a long story about the hospital and its gardens.")
         first: list = []
+        barge_in_at = None
         async with asyncio.timeout(TIMEOUT_S):
             async for event in events:
                 first.append(event)
-                if event.type == "audio_delta" and not any(e.type == "interrupted" for e in first):
-                    await session.interrupt()
+                if event.type == "audio_delta" and barge_in_at is None:
+                    await session.interrupt(played_ms=12.5)
+                    barge_in_at = len(first)
+                    await session.send_text("My name is Carol.")
                 if isinstance(event, ResponseDone):
                     break
-        await session.send_text("My name is Carol.")
         second = await read_response(events)
         await session.aclose()
         interrupted = next(e for e in first if e.type == "interrupted")
-        assert interrupted.by == "caller" and interrupted.played_ms > 0
+        assert interrupted.by == "caller" and interrupted.played_ms == 12.5
         assert first[-1].status == "interrupted"
         types = [e.type for e in first]
         assert types.index("interrupted") < types.index("response_done")
+        after = [e for e in first[barge_in_at:] if e.type == "audio_delta"]
+        assert after and {e.response_id for e in after} == {first[-1].response_id}  # kept, not dropped
         assert second[-1].status == "completed" and second[-1].final_text == "Nice to meet you, Carol."
         assert {e.response_id for e in second} == {second[-1].response_id} != {first[-1].response_id}
+    finally:
+        await launched.close()
+
+
+async def test_an_agent_that_is_not_interrupted_keeps_its_audio_flowing():
+    """``interrupt()`` alone sends Deepgram nothing (no cancel message exists): the reply plays on to its
+    ``AgentAudioDone`` and every frame of it is reported — the engine records "did not stop"."""
+    launched = await launched_system(emulator={"latency": {**REALTIME, "audio_pacing": 0.1}})
+    try:
+        session = await launched.adapter.open_session(spec_for(launched))
+        events = session.events()
+        await session.send_text("What are the visiting hours?")
+        collected: list = []
+        async with asyncio.timeout(TIMEOUT_S):
+            async for event in events:
+                collected.append(event)
+                if event.type == "audio_delta" and not any(e.type == "interrupted" for e in collected):
+                    await session.interrupt()
+                if isinstance(event, ResponseDone):
+                    break
+        await session.aclose()
+        assert collected[-1].status == "interrupted"
+        cut = [e.type for e in collected].index("interrupted")
+        assert sum(e.type == "audio_delta" for e in collected[cut:]) >= 3
     finally:
         await launched.close()
 

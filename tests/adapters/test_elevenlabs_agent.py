@@ -399,22 +399,27 @@ async def test_audio_in_is_resampled_and_the_server_vad_ends_the_turn() -> None:
     assert usage.scope == "session" and usage.billed_minutes > 0
 
 
-async def test_interrupt_stops_the_response_and_the_session_goes_on() -> None:
-    launched = await launched_system(emulator={"latency": REALTIME})
+async def test_interrupt_then_the_callers_turn_cuts_the_response_and_its_audio_is_kept() -> None:
+    """A barge-in as the engine does it: ``interrupt(played_ms)``, then the caller's next message (ElevenLabs has
+    no cancel). The audio the agent still sends is emitted under the cut response, never dropped."""
+    launched = await launched_system(emulator={"latency": REALTIME, "vad": {"barge_in_reaction_ms": 300}})
     try:
         session = await launched.adapter.open_session(conversation_spec(launched))
         reader = Reader(session)
         await session.send_text("Please tell me a long story about the visiting hours, parking and the shop.")
         first = await reader.until(lambda e: isinstance(e, AudioDelta))
-        await session.interrupt()
-        cut = await reader.done(first.response_id)
+        await session.interrupt(played_ms=20.0)
+        mark = len(reader.events)
         second = await say(session, reader, "Hello, my name is Alice.")
+        cut = await reader.done(first.response_id)
         await reader.close()
     finally:
         await launched.close()
     interrupted = reader.of(first.response_id, Interrupted)
-    assert cut.status == "interrupted" and interrupted[0].by == "caller" and interrupted[0].played_ms > 0
+    assert cut.status == "interrupted" and interrupted[0].by == "caller" and interrupted[0].played_ms == 20.0
     assert second.status == "completed" and second.final_text == "Nice to meet you, Alice."
+    kept = [e for e in reader.events[mark:] if isinstance(e, AudioDelta) and e.response_id == first.response_id]
+    assert kept, "the agent's audio after the interrupt was dropped"
     after_cut = reader.events[reader.events.index(cut) + 1:]
     assert all(e.response_id != first.response_id for e in after_cut if not isinstance(e, Usage))
 
@@ -565,7 +570,8 @@ async def test_the_agent_hanging_up_after_its_answer_ends_the_session_cleanly() 
     transport.push(ConnectionClosedOK(Close(1000, "end_call"), None))
     await reader.until(lambda e: isinstance(e, Usage))
     events = await reader.close()
-    assert [e.type for e in events[-3:]] == ["agent_speech_stopped", "response_done", "usage"]
+    assert [e.type for e in events[-4:]] == ["agent_speech_stopped", "response_done", "call_control", "usage"]
+    assert events[-2].kind == "agent_hung_up"
     assert not any(isinstance(e, ErrorEvent) for e in events)
 
 
@@ -577,14 +583,15 @@ async def test_an_interruption_of_an_earlier_response_does_not_cut_the_next_one(
     await reader.until(lambda e: isinstance(e, AudioDelta))
     await session.interrupt()
     await session.send_text("Hello")
-    transport.push(audio(event_id=1))  # late audio of the cut response: dropped
+    transport.push(audio(event_id=1))  # late audio of the cut response: kept under it (the stop-time evidence)
     transport.push({"type": "interruption", "interruption_event": {"event_id": 1}})
     transport.push(agent_response("Hi.", event_id=2))
     transport.push(audio(event_id=2))
     second = await reader.done("r2")
     await reader.close()
     assert reader.of("r1", ResponseDone)[0].status == "interrupted" and second.status == "completed"
-    assert len(reader.of("r1", AudioDelta)) == 1 and second.final_text == "Hi."
+    assert len(reader.of("r1", AudioDelta)) == 2 and second.final_text == "Hi."
+    assert {e.response_id for e in reader.of("r2")} == {"r2"} and not reader.of("r2", Interrupted)
 
 
 # ------------------------------------------------------------ faults and errors

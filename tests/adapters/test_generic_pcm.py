@@ -229,14 +229,15 @@ async def test_interrupt_reports_the_cut_and_sends_cancel() -> None:
         await session.send_text("Please tell me a long story.")
         while not (isinstance(event := await reader.next(), AudioDelta) and event.response_id):
             pass
-        await session.interrupt()
-        cut = [await reader.next(), await reader.next()]
+        await session.interrupt(played_ms=30.0)
+        cut = await reader.response()  # Interrupted, the audio still in flight, then the endpoint's end
         await session.send_text("Hello, my name is Alice.")
         after = await reader.response()
         received = launched.emulator.log.received["p1"]
         await session.aclose()
-    assert isinstance(cut[0], Interrupted) and cut[0].by == "caller"
-    assert isinstance(cut[1], ResponseDone) and cut[1].status == "interrupted"
+    assert isinstance(cut[0], Interrupted) and cut[0].by == "caller" and cut[0].played_ms == 30.0
+    assert isinstance(cut[-1], ResponseDone) and cut[-1].status == "interrupted"
+    assert {e.response_id for e in cut} == {event.response_id}
     assert "cancel" in received
     assert after[-1].status == "completed" and answer(after) == "Nice to meet you, Alice."
 
@@ -346,3 +347,26 @@ async def test_canary_credential_never_appears(monkeypatch: pytest.MonkeyPatch) 
         await server.wait_closed()
     assert {k.lower(): v for k, v in seen[0].items()}["x-line-key"] == CANARY
     assert caught.value.code == ErrorCode.AUTH and CANARY not in str(caught.value)
+
+
+async def test_dtmf_is_sent_as_the_configured_message_and_declared_only_then() -> None:
+    async with emulated() as launched:
+        assert not launched.adapter.capabilities.dtmf
+        session = await launched.adapter.open_session(spec_for(launched))
+        with pytest.raises(AdapterError) as refused:
+            await session.send_dtmf("1")
+        assert refused.value.code == ErrorCode.UNSUPPORTED
+        await session.aclose()
+    async with emulated(dtmf_message={"type": "dtmf", "digits": "{digits}"}) as launched:
+        assert launched.adapter.capabilities.dtmf
+        session = await launched.adapter.open_session(spec_for(launched))
+        with pytest.raises(AdapterError) as bad:
+            await session.send_dtmf("12x")
+        assert bad.value.code == ErrorCode.BAD_REQUEST
+        await session.send_dtmf("12#")
+        reader = Reader(session)
+        await session.send_text("What are the visiting hours?")
+        await reader.response()  # the endpoint has read everything sent before the text turn
+        received = launched.emulator.log.received["p1"]
+        await session.aclose()
+    assert received.count("dtmf") == 1

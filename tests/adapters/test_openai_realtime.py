@@ -60,6 +60,7 @@ from bench.protocol import (
     TextDelta,
     ToolCall,
     ToolResult,
+    ToolSpec,
     Transcript,
     Usage,
     UserSpeechStarted,
@@ -526,6 +527,137 @@ async def test_caller_barging_in_under_server_vad_interrupts_the_agent() -> None
                      if e["event"]["type"] == "response.done" and e["event"]["response"]["status"] == "cancelled"]
         assert [r["status_details"]["reason"] for r in cancelled] == ["turn_detected"]
         assert "response.cancel" not in frames(launched.emulator, "recv")
+    finally:
+        await launched.close()
+
+
+async def test_interrupt_truncates_at_the_played_position_the_engine_gives() -> None:
+    launched = await start(emulator={"latency": REALTIME})
+    try:
+        session = await launched.adapter.open_session(spec_for(launched))
+        await session.send_text("Please tell me a long story.")
+        events: list[Any] = []
+        async with asyncio.timeout(TIMEOUT_S):
+            async for event in session.events():
+                events.append(event)
+                if isinstance(event, AudioDelta) and sum(isinstance(e, AudioDelta) for e in events) == 4:
+                    await session.interrupt(played_ms=37.6)  # the caller heard less than arrived
+                if isinstance(event, ResponseDone):
+                    break
+        await session.aclose()
+        truncate = next(e["event"] for e in launched.emulator.log if e["event"]["type"] == "conversation.item.truncate")
+        assert truncate["audio_end_ms"] == 37
+        interrupted = next(e for e in events if isinstance(e, Interrupted))
+        assert interrupted.played_ms == 37.0 and events[-1].status == "interrupted"
+        assert_frames_match_sdk_models(launched.emulator.log, beta=False)
+    finally:
+        await launched.close()
+
+
+async def test_a_barge_in_after_the_last_byte_truncates_what_the_caller_had_not_heard() -> None:
+    launched = await start()  # audio faster than real time: the response is over before the caller heard it
+    try:
+        session = await launched.adapter.open_session(spec_for(launched))
+        events = await exchange(session, "Please tell me a long story.")
+        assert events[-1].status == "completed"
+        await session.interrupt(played_ms=120.0)
+        await exchange(session, "my name is Ada")
+        await session.aclose()
+        truncates = [e["event"] for e in launched.emulator.log if e["event"]["type"] == "conversation.item.truncate"]
+        assert [t["audio_end_ms"] for t in truncates] == [120]
+        assert "response.cancel" not in frames(launched.emulator, "recv")
+    finally:
+        await launched.close()
+
+
+async def test_a_server_vad_cancel_truncates_at_the_engines_played_position() -> None:
+    launched = await start(emulator={"latency": REALTIME}, intent_tool=False)
+    try:
+        spec = spec_for(launched, input_mode="audio")
+        session = await launched.adapter.open_session(spec)
+        session.track_playback(lambda response_id: 55.0)  # what the engine's recorder says the caller heard
+        launched.expect_utterance(spec, "Please tell me a long story.")
+        launched.expect_utterance(spec, "my name is Ada")
+        barged = asyncio.Event()
+
+        async def caller() -> None:
+            for frame in split_frames(speech(), 20):
+                await session.push_audio(frame)
+                await asyncio.sleep(0.02)
+            while not barged.is_set():
+                await session.push_audio(silence(20))
+                await asyncio.sleep(0.02)
+            for frame in [*split_frames(tone_pcm16(500), 20), *[silence(20)] * 40]:
+                await session.push_audio(frame)
+                await asyncio.sleep(0.02)
+
+        pump = asyncio.ensure_future(caller())
+        events: list[Any] = []
+        async with asyncio.timeout(TIMEOUT_S):
+            async for event in session.events():
+                events.append(event)
+                if isinstance(event, AudioDelta) and sum(isinstance(e, AudioDelta) for e in events) == 3:
+                    barged.set()
+                if isinstance(event, ResponseDone) and event.status == "completed":
+                    break
+        await pump
+        await session.aclose()
+        interrupted = next(e for e in events if isinstance(e, Interrupted))
+        assert interrupted.by == "vendor" and interrupted.played_ms == 55.0
+        truncate = next(e["event"] for e in launched.emulator.log if e["event"]["type"] == "conversation.item.truncate")
+        assert truncate["audio_end_ms"] == 55
+        assert "response.cancel" not in frames(launched.emulator, "recv")
+    finally:
+        await launched.close()
+
+
+# ------------------------------------------------------------ client tools
+BOOKING = ToolSpec(name="book_appointment", description="Book a visit.",
+                   parameters={"type": "object", "properties": {"day": {"type": "string"}},
+                               "required": ["day"]})
+
+
+@pytest.mark.parametrize("beta", [False, True], ids=["ga", "beta"])
+async def test_a_client_tool_call_is_answered_by_send_tool_result_and_spoken(beta: bool) -> None:
+    launched = await start(beta=beta)
+    try:
+        session = await launched.adapter.open_session(spec_for(launched, tools=[BOOKING]))
+        await session.send_text("I would like to book an appointment on Tuesday.")
+        events: list[Any] = []
+        async with asyncio.timeout(TIMEOUT_S):
+            async for event in session.events():
+                events.append(event)
+                if isinstance(event, ToolCall) and event.awaits_result:
+                    await session.send_tool_result(event.call_id, json.dumps({"confirmation": "B-17"}))
+                if isinstance(event, ResponseDone):
+                    break
+        await session.aclose()
+        call = next(e for e in events if isinstance(e, ToolCall) and e.awaits_result)
+        assert call.name == "book_appointment" and "Tuesday" in call.arguments["day"]
+        result = next(e for e in events if isinstance(e, ToolResult) and e.call_id == call.call_id)
+        assert json.loads(result.output) == {"confirmation": "B-17"} and not result.is_error
+        done = events[-1]
+        assert done.status == "completed" and "B-17" in (done.final_text or "")
+        assert done.conversational_intent == "answered"  # the intent tool still works beside it
+        declared = next(e["event"] for e in launched.emulator.log if e["event"]["type"] == "session.update")
+        assert {t["name"] for t in declared["session"]["tools"]} == {INTENT_TOOL_NAME, "book_appointment"}
+        outputs = [e["event"]["item"] for e in launched.emulator.log
+                   if e["dir"] == "recv" and e["event"]["type"] == "conversation.item.create"
+                   and e["event"]["item"]["type"] == "function_call_output"]
+        assert any(o["call_id"] == call.call_id and "B-17" in o["output"] for o in outputs)
+        assert_frames_match_sdk_models(launched.emulator.log, beta=beta)
+    finally:
+        await launched.close()
+
+
+async def test_a_tool_result_for_no_pending_call_is_refused() -> None:
+    launched = await start()
+    try:
+        session = await launched.adapter.open_session(spec_for(launched, tools=[BOOKING]))
+        with pytest.raises(AdapterError) as caught:
+            await session.send_tool_result("call_nope", "{}")
+        assert caught.value.code == ErrorCode.BAD_REQUEST
+        await session.aclose()
     finally:
         await launched.close()
 

@@ -524,6 +524,24 @@ async def test_web_call_follows_a_transcript_window_that_drops_old_utterances(mo
     assert [e.text for e in second if e.type == "transcript" and e.role == "user"] == ["Visiting hours?"]
 
 
+async def test_web_call_agent_leaving_the_room_is_its_hang_up(monkeypatch):
+    async with live_web_call(monkeypatch) as (adapter, room, _):
+        session = await adapter.open_session(SessionSpec(conversation_id="call-4", language="en",
+                                                         input_mode="audio"))
+        room.handlers.on_participant_left("someone-else")  # not the agent
+        room.handlers.on_participant_left("server")
+        events = []
+        async with asyncio.timeout(10):
+            async for event in session.events():
+                events.append(event)
+                if event.type == "call_control":
+                    break
+        await drain(session)
+    assert [e.kind for e in events if e.type == "call_control"] == ["agent_hung_up"]
+    assert not any(e.type == "error" for e in events)
+    assert adapter.capabilities.call_control
+
+
 async def test_web_call_room_disconnect_is_a_fatal_disconnect(monkeypatch):
     async with live_web_call(monkeypatch) as (adapter, room, _):
         session = await adapter.open_session(SessionSpec(conversation_id="call-3", language="en",

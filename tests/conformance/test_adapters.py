@@ -2,29 +2,36 @@
 
 For each adapter: a 3-turn conversation on one connection where turn 3 depends on turn 1; audio in (paced frames,
 the endpoint's or the harness's end-of-turn) and audio out where declared; interruption where declared (and an
-adapter that declares none is refused by a barge-in configuration); each injected fault kind ends the exchange with
-the same normalized ``ErrorCode`` whatever the vendor; and a canary credential never appears in any event or error.
+adapter that declares none is refused by a barge-in configuration); a barge-in whose stop time comes from the
+agent's own audio (an emulator that reacts in 150 ms stops soon after the cut, one set to keep talking is seen
+talking on); played-position truncation where declared (the emulator received the position the engine passed); a
+client-tool round trip through the engine's tool router where declared (and a plan that needs tools is refused by
+an adapter without them); each injected fault kind ends the exchange with the same normalized ``ErrorCode``
+whatever the vendor; and a canary credential never appears in any event or error.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
+from adapters.intent_tool import INTENT_TOOL_NAME
 from bench.audio.pcm import tone_pcm16
 from bench.audio.recorder import DuplexRecorder
 from bench.config import RetryPolicy, SystemConfig
 from bench.engine.clock import EventTap, now
-from bench.engine.conversation import audio_exchange, fold, hang_up, text_exchange
+from bench.engine.conversation import Observer, audio_exchange, fold, hang_up, text_exchange
 from bench.engine.launch import LaunchedSystem, launch
 from bench.engine.registry import create_adapter
 from bench.engine.scheduler import check_capabilities
+from bench.engine.tools import DictToolBackend, ToolRouter
 from bench.errors import ConfigError
-from bench.protocol import AdapterError, ErrorCode, Interrupted, ResponseDone
+from bench.protocol import AdapterError, AudioDelta, ErrorCode, Interrupted, ResponseDone, ToolSpec
 from bench.protocol.redact import SECRET_ENV_VARS
 from tests.fakes.answerer import FakeAnswerer
 
@@ -45,21 +52,32 @@ class Case:
     persistence: str = "socket"
     #: the answers come from a component that remembers the conversation (turn 3 can depend on turn 1)
     remembers: bool = True
+    #: the emulator stops talking ``vad.barge_in_reaction_ms`` after a barge-in, as the vendor does (False: the
+    #: stop is the framework's own, e.g. LiveKit's playout)
+    vendor_reaction: bool = False
+    #: emulator settings that configure the agent with the conformance tool (vendors that keep tools on the agent)
+    tool_emulator: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
         return self.adapter
 
 
+BOOKING = ToolSpec(name="book_appointment", description="Book a visit for the caller.",
+                   parameters={"type": "object", "properties": {"day": {"type": "string"}}, "required": ["day"]})
+BOOKING_REQUEST = "I would like to book an appointment on Tuesday."
+
 CASES = [
-    Case("openai_realtime"),
-    Case("deepgram_agent"),
-    Case("elevenlabs_agent"),
+    Case("openai_realtime", vendor_reaction=True),
+    Case("deepgram_agent", vendor_reaction=True),
+    Case("elevenlabs_agent", vendor_reaction=True,
+         tool_emulator={"client_tools": [INTENT_TOOL_NAME, BOOKING.name],
+                        "client_tool_parameters": {BOOKING.name: BOOKING.parameters}}),
     Case("retell", options={"orchestrator": MEMORY}),
-    Case("vapi", options={"orchestrator": MEMORY}),
+    Case("vapi", options={"orchestrator": MEMORY}, vendor_reaction=True),
     Case("livekit_baseline"),
-    Case("websocket"),
-    Case("pcm_websocket"),
+    Case("websocket", vendor_reaction=True),
+    Case("pcm_websocket", vendor_reaction=True),
     Case("http"),
     Case("inhouse", mode="local", options={"orchestrator": MEMORY}, persistence="local"),
     Case("generic_rag", mode="local", persistence="local", remembers=False),
@@ -89,12 +107,13 @@ def _speech() -> bytes:
 class Conversation:
     """One conversation through the engine's exchange drivers, keeping everything it observed."""
 
-    def __init__(self, launched: LaunchedSystem, input_mode: str, idle_timeout_s: float = 10.0):
+    def __init__(self, launched: LaunchedSystem, input_mode: str, idle_timeout_s: float = 10.0,
+                 tools: list[ToolSpec] | None = None):
         self.launched = launched
         self.spec = launched.session_spec(run_id="conformance", conversation_id=f"c-{now()}", attempt=0,
                                           language="en", input_mode=input_mode,
                                           context=["Visiting hours are from two to eight."],
-                                          idle_timeout_s=idle_timeout_s)
+                                          idle_timeout_s=idle_timeout_s, tools=list(tools or []))
         self.input_mode = input_mode
         self.events: list[Any] = []
 
@@ -110,14 +129,14 @@ class Conversation:
         token = self.launched._tokens[(self.spec.conversation_id, self.spec.attempt)]
         return emulator.control.get(token).connections
 
-    async def say(self, text: str) -> dict[str, Any]:
+    async def say(self, text: str, observe: Observer | None = None) -> dict[str, Any]:
         if self.input_mode == "audio":
             self.launched.expect_utterance(self.spec, text)
             recorder = DuplexRecorder(origin=now())
             exchange = await audio_exchange(self.session, self.tap, _speech(), recorder,
-                                            line_open=self.session.capabilities.server_vad)
+                                            line_open=self.session.capabilities.server_vad, observe=observe)
         else:
-            exchange = await text_exchange(self.session, self.tap, text)
+            exchange = await text_exchange(self.session, self.tap, text, observe=observe)
         return fold(exchange)
 
     async def __aexit__(self, *exc: object) -> None:
@@ -197,7 +216,7 @@ async def test_interruption_where_declared(case):
             else:
                 await conversation.session.send_text("Please tell me a long story.")
                 pump = None
-            interrupted = done = None
+            interrupted = done = next_line = None
             async with asyncio.timeout(15):
                 while True:
                     item = await conversation.tap.next()
@@ -206,6 +225,8 @@ async def test_interruption_where_declared(case):
                     if event.type in ("text_delta", "audio_delta") and interrupted is None:
                         interrupted = False
                         await conversation.session.interrupt()
+                        if pump is None:  # a barge-in as the engine does it: the caller's next line follows
+                            next_line = asyncio.ensure_future(_say_quietly(conversation, "Hello."))
                     if isinstance(event, Interrupted):
                         interrupted = True
                     if isinstance(event, ResponseDone):
@@ -213,9 +234,127 @@ async def test_interruption_where_declared(case):
                         break
             if pump is not None:
                 pump.cancel()
+            if next_line is not None:
+                await next_line
         assert interrupted is True and done is not None and done.status == "interrupted"
     finally:
         await launched.close()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+async def test_tool_call_round_trip_where_declared(case):
+    launched = await _launch(case, case.tool_emulator)
+    try:
+        if not launched.adapter.capabilities.client_tools:
+            with pytest.raises(ConfigError, match="client_tools"):
+                check_capabilities(launched.config, launched.adapter, ["client_tools"], "a scenario with tools")
+            return
+        calls: list[dict[str, Any]] = []
+
+        def book(arguments: dict[str, Any]) -> dict[str, str]:
+            calls.append(arguments)
+            return {"confirmation": "B-17"}
+
+        async with Conversation(launched, _input_mode(launched), tools=[BOOKING]) as conversation:
+            router = ToolRouter(conversation.session, DictToolBackend({BOOKING.name: book}))
+            result = await conversation.say(BOOKING_REQUEST, observe=lambda item: router.observe(item.event))
+            await router.drain()
+        assert len(calls) == 1 and "Tuesday" in calls[0]["day"], calls
+        [outcome] = router.outcomes
+        assert outcome.name == BOOKING.name and not outcome.is_error and outcome.delivery_error is None
+        assert "B-17" in result["answer"], result["answer"]
+        assert [c["name"] for c in result["tool_calls"] if c["name"] != INTENT_TOOL_NAME] == [BOOKING.name]
+    finally:
+        await launched.close()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+async def test_played_position_truncation_where_declared(case):
+    launched = await _launch(case, {**REALTIME, "record": True} if case.id == "openai_realtime" else REALTIME)
+    try:
+        if not launched.adapter.capabilities.truncation:  # the vendor has no truncation: a plan needing it is refused
+            with pytest.raises(ConfigError, match="truncation"):
+                check_capabilities(launched.config, launched.adapter, ["truncation"], "a barge-in with truncation")
+            return
+        async with Conversation(launched, _input_mode(launched)) as conversation:
+            await conversation.session.send_text("Please tell me a long story.")
+            deltas = 0
+            async with asyncio.timeout(15):
+                while True:
+                    item = await conversation.tap.next()
+                    assert item is not None
+                    if isinstance(item.event, AudioDelta):
+                        deltas += 1
+                        if deltas == 4:  # four 40 ms chunks arrived; the caller has heard 57.4 ms of them
+                            await conversation.session.interrupt(played_ms=57.4)
+                    if isinstance(item.event, ResponseDone):
+                        break
+        assert _truncations(launched) == [57]
+        interrupted = [e for e in conversation.events if isinstance(e, Interrupted)]
+        assert [e.played_ms for e in interrupted] == [57.0]
+    finally:
+        await launched.close()
+
+
+def _truncations(launched: LaunchedSystem) -> list[int]:
+    """The truncate positions the emulator received (OpenAI ``conversation.item.truncate``: its recorded log)."""
+    return [entry["event"]["audio_end_ms"] for entry in launched.emulator.log
+            if entry["dir"] == "recv" and entry["event"]["type"] == "conversation.item.truncate"]
+
+
+@pytest.mark.parametrize("keeps_talking", [False, True], ids=["stops", "keeps-talking"])
+@pytest.mark.parametrize("case", [c for c in EMULATED if c.id != "http"], ids=lambda c: c.id)
+async def test_barge_in_stop_time_comes_from_the_agents_audio(case, keeps_talking):
+    """The caller barges in (``interrupt(played_ms)``, then its next line, as the engine does); the stop time is when
+    the agent's own audio for the cut response stopped arriving. An emulator that reacts in 150 ms stops soon after;
+    one set to react only after 2.5 s is still heard talking well after the cut."""
+    if keeps_talking and not case.vendor_reaction:
+        pytest.skip(f"{case.adapter}: the stop is the framework's own playout, not an emulated vendor's reaction")
+    reaction_ms = 2500 if keeps_talking else 150
+    launched = await _launch(case, {**REALTIME, "vad": {"barge_in_reaction_ms": reaction_ms}})
+    try:
+        if not launched.adapter.capabilities.text_input:
+            pytest.skip(f"{case.adapter} takes no text turns in emulated mode")
+        async with Conversation(launched, "text") as conversation:
+            capabilities = conversation.session.capabilities
+            if not (capabilities.interruption and capabilities.audio_output):
+                pytest.skip(f"{case.adapter} does not speak (or cannot be interrupted) in a text conversation")
+            await conversation.session.send_text("Please tell me a long story about the hospital and its gardens.")
+            cut_at = cut_id = None
+            next_line: asyncio.Future[None] | None = None
+            last_audio: float | None = None
+            async with asyncio.timeout(30):
+                while True:
+                    item = await conversation.tap.next()
+                    assert item is not None
+                    event = item.event
+                    if isinstance(event, AudioDelta) and event.response_id and cut_at is None:
+                        cut_at, cut_id = now(), event.response_id
+                        await conversation.session.interrupt(played_ms=20.0)
+                        next_line = asyncio.ensure_future(_say_quietly(conversation, "Hello, my name is Alice."))
+                    elif isinstance(event, AudioDelta) and event.response_id == cut_id:
+                        last_audio = item.t
+                    if isinstance(event, ResponseDone):
+                        assert cut_at is not None, f"{case.adapter}: the reply ended before any of its audio came"
+                        if event.response_id == cut_id:
+                            assert event.status == "interrupted"
+                            break
+            if next_line is not None:
+                await next_line
+        assert cut_at is not None
+        stop_ms = ((last_audio or cut_at) - cut_at) * 1000.0
+        if keeps_talking:
+            assert stop_ms >= 1500, f"{case.adapter}: the agent set to keep talking stopped after {stop_ms:.0f} ms"
+        else:
+            assert stop_ms < 2000, f"{case.adapter}: the agent stopped {stop_ms:.0f} ms after the barge-in"
+    finally:
+        await launched.close()
+
+
+async def _say_quietly(conversation: Conversation, text: str) -> None:
+    """The caller's next line after a barge-in; a session that still winds the cut response down may refuse it."""
+    with contextlib.suppress(AdapterError):
+        await conversation.session.send_text(text)
 
 
 async def _push_speech(conversation: Conversation) -> None:

@@ -80,7 +80,7 @@ class FakeSession(StreamingSession):
     async def end_input(self) -> None:
         return None
 
-    async def interrupt(self) -> None:
+    async def interrupt(self, played_ms: float | None = None) -> None:
         if self.speaking and not self.speaking.done():
             self.speaking.cancel()
             self.emit(Interrupted(played_ms=0.0))

@@ -119,3 +119,37 @@ def test_a_word_like_placeholder_does_not_take_words_out_of_records():
     assert "d1e0b4" not in redact("cut short: ...9c2d1e0b4")  # its last 8 characters or more
     register_secret("canary-SECRET-987654")
     assert "canary-SE" not in redact("cut short: canary-SECRET-98")  # a truncated copy of a random-looking key
+
+
+async def test_the_base_session_refuses_tool_results_and_dtmf_and_reads_the_played_position():
+    session = _Session(Capabilities())
+    for call in (session.send_tool_result("c1", "{}"), session.send_dtmf("12#")):
+        with pytest.raises(AdapterError) as refused:
+            await call
+        assert refused.value.code is ErrorCode.UNSUPPORTED and not refused.value.retryable
+    assert session.played_position("r1") is None
+    session.track_playback(lambda response_id: 120.0 if response_id == "r1" else None)
+    assert session.played_position("r1") == 120.0 and session.played_position("r2") is None
+    await session.aclose()
+
+
+def test_call_control_and_tool_events_parse_through_the_event_union():
+    from pydantic import TypeAdapter
+
+    from bench.protocol import CallControl, Event, ToolCall
+
+    events = TypeAdapter(Event)
+    control = events.validate_python({"type": "call_control", "kind": "transfer_requested", "target": "+3212"})
+    assert isinstance(control, CallControl) and control.target == "+3212"
+    call = events.validate_python({"type": "tool_call", "call_id": "c", "name": "book", "awaits_result": True})
+    assert isinstance(call, ToolCall) and call.awaits_result
+    with pytest.raises(ValidationError):
+        events.validate_python({"type": "call_control", "kind": "voicemail"})
+
+
+def test_new_capabilities_are_named_and_default_off():
+    from bench.protocol.capabilities import CAPABILITY_NAMES
+
+    assert {"client_tools", "truncation", "call_control", "dtmf"} <= set(CAPABILITY_NAMES)
+    assert Capabilities().missing(["client_tools", "truncation", "call_control", "dtmf"]) == [
+        "client_tools", "truncation", "call_control", "dtmf"]

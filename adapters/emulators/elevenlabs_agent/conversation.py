@@ -11,9 +11,11 @@ Turns: ``user_message {text}``, or caller audio (``user_audio_chunk``) through t
 VAD ends a speech segment the next utterance the engine queued (``conversation.utterances``) is the transcript.
 Each turn gets a new ``event_id``: ``user_transcript``, then — after ``vad.response_delay_ms`` for audio — the
 response, planned by the kit's speaker: the intent ``client_tool_call`` (when the agent has the client tool and
-the answerer routes intents; the ``client_tool_result`` is awaited), then in voice mode ``agent_response`` (the
-whole text, at the first-token time) and paced ``audio`` chunks, in text-only mode ``agent_chat_response_part``
-start/delta…/stop and ``agent_response``; ``agent_response_complete`` only when the agent has that client event.
+the answerer routes intents; the ``client_tool_result`` is awaited; likewise a call of another configured
+client tool when the caller's request asks for it (``brain.tools``), whose result the agent then speaks), then in
+voice mode ``agent_response`` (the whole text, at the first-token time) and paced ``audio`` chunks, in text-only
+mode ``agent_chat_response_part`` start/delta…/stop and ``agent_response``; ``agent_response_complete`` only when
+the agent has that client event.
 ``contextual_update`` replaces the knowledge passages, or adds the earlier exchanges it recounts to the history.
 
 Knowledge base: ``agent.prompt.knowledge_base`` locators (ids of documents uploaded to the emulator's workspace;
@@ -53,6 +55,7 @@ from adapters.emulators._kit.control import Conversation
 from adapters.emulators._kit.faults import FaultKey, FaultKind
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechResult, plan_speech, speak, speech_duration_ms
 from adapters.emulators._kit.vad import ServerVad
+from adapters.emulators.brain.tools import DeclaredTool, choose_tool, speak_tool_result
 from adapters.emulators.elevenlabs_agent.context import history_turns
 from adapters.emulators.elevenlabs_agent.knowledge import knowledge_locators
 from adapters.intent_tool import INTENT_TOOL_NAME
@@ -288,6 +291,17 @@ class AgentConversation:
         plan = plan_speech(answer.text, emulator.settings.latency, stamp, audio=not self.text_only)
         first = plan.tokens[0][0] if plan.tokens else 0.0
         barge_in = self.barge_in
+        tool = None if greeting else choose_tool(self.last_utterance(), self.client_tools())
+        if tool is not None:  # the caller asked for a client tool: call it, then speak its result
+            if not await self.wait_until(start + first / 2, barge_in):
+                return
+            ok, result = await self.call_client_tool(tool.name, tool.arguments, barge_in)
+            if not ok:
+                return
+            said = speak_tool_result(tool.name, result if isinstance(result, str) else '{"error": "no result"}')
+            answer = answer.model_copy(update={"text": said})
+            plan = plan_speech(said, emulator.settings.latency, stamp, audio=not self.text_only)
+            start = time.monotonic() - first / 2
         if not greeting and self.calls_intent_tool():
             if not await self.wait_until(start + first / 2, barge_in):
                 return
@@ -338,24 +352,42 @@ class AgentConversation:
         return (INTENT_TOOL_NAME in self.emulator.options.client_tools
                 and self.emulator.answerer.profile.route_intents)
 
+    def last_utterance(self) -> str:
+        return next((turn.text for turn in reversed(self.history) if turn.role == "user"), "")
+
+    def client_tools(self) -> list[DeclaredTool]:
+        """The agent's configured client tools other than the intent tool."""
+        options = self.emulator.options
+        return [DeclaredTool(name=name, parameters=options.client_tool_parameters.get(name, {}))
+                for name in options.client_tools if name != INTENT_TOOL_NAME]
+
     async def call_intent_tool(self, answer: BrainAnswer, barge_in: asyncio.Event) -> bool:
         """Call the intent client tool and wait for its result; False when the caller barged in meanwhile."""
-        call_id = f"toolu_{secrets.token_hex(8)}"
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.tool_results[call_id] = future
         parameters: dict[str, Any] = {"intent": answer.conversational_intent}
         if answer.target_language:
             parameters["target_language"] = answer.target_language
+        ok, _ = await self.call_client_tool(INTENT_TOOL_NAME, parameters, barge_in)
+        return ok
+
+    async def call_client_tool(self, name: str, parameters: dict[str, Any],
+                               barge_in: asyncio.Event) -> tuple[bool, Any]:
+        """``client_tool_call`` and wait for its ``client_tool_result`` (at most ``tool_timeout_s``): (False, None)
+        when the caller barged in meanwhile, else (True, the result or None)."""
+        call_id = f"toolu_{secrets.token_hex(8)}"
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.tool_results[call_id] = future
         try:
             await self.send(wire.ClientToolCall(client_tool_call=wire.ClientToolCallPayload(
-                tool_name=INTENT_TOOL_NAME, tool_call_id=call_id, parameters=parameters, expects_response=True)))
+                tool_name=name, tool_call_id=call_id, parameters=parameters, expects_response=True)))
             interrupted = asyncio.ensure_future(barge_in.wait())
             try:
                 await asyncio.wait({future, interrupted}, timeout=self.emulator.options.tool_timeout_s,
                                    return_when=asyncio.FIRST_COMPLETED)
             finally:
                 interrupted.cancel()
-            return not barge_in.is_set()
+            if barge_in.is_set():
+                return False, None
+            return True, future.result() if future.done() else None
         finally:
             self.tool_results.pop(call_id, None)
 

@@ -3,6 +3,8 @@ is configured on the platform: its audio formats, greeting, client tools and cli
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapters.intent_tool import INTENT_TOOL_NAME
@@ -21,6 +23,8 @@ class ElevenLabsEmulatorOptions(BaseModel):
     allowed_overrides: list[str] | None = None
     #: client tools configured on the agent (the intent tool is called only when listed here)
     client_tools: list[str] = Field(default_factory=lambda: [INTENT_TOOL_NAME])
+    #: the parameter schemas of those client tools, as configured on the agent (a tool without one gets no arguments)
+    client_tool_parameters: dict[str, dict[str, Any]] = Field(default_factory=dict)
     #: optional client events the agent has enabled
     emit_response_complete: bool = False
     emit_vad_score: bool = True

@@ -30,6 +30,7 @@ from websockets.asyncio.server import ServerConnection
 from adapters.emulators._kit.control import Conversation
 from adapters.emulators._kit.speaker import plan_speech
 from adapters.emulators._kit.vad import ServerVad
+from adapters.emulators.brain.tools import choose_tool, speak_tool_result
 from adapters.emulators.openai_realtime.responder import ResponseRun, TurnPlan
 from adapters.emulators.openai_realtime.state import (
     BYTES_PER_MS,
@@ -41,6 +42,7 @@ from adapters.emulators.openai_realtime.state import (
     item_text,
     last_user_index,
     prompt_text,
+    tool_output_since_user,
 )
 from adapters.openai_realtime import wire
 
@@ -269,14 +271,26 @@ class RealtimeConnection:
     def plan_turn(self) -> TurnPlan:
         """The current user turn's plan; a new one when a user message came after the last plan."""
         last = last_user_index(self.items)
-        if self.turn is not None and self.turn.user_index == last:
-            return self.turn  # a follow-up response (after the function call output)
         server = self.server
+        turn = self.turn
+        if turn is not None and turn.user_index == last:  # a follow-up response (after a function call output)
+            tool = turn.tool if not turn.tool_answered else None
+            output = tool_output_since_user(self.items, tool.name) if tool is not None else None
+            if tool is not None and output is not None:  # the client answered the tool: speak its result
+                text = speak_tool_result(tool.name, output)
+                speech = plan_speech(text, server.settings.latency, f"{turn.fault_key.label()}:tool",
+                                     audio=self.view.output_audio)
+                self.turn = TurnPlan(fault_key=turn.fault_key, fault=turn.fault,
+                                     answer=turn.answer.model_copy(update={"text": text}), speech=speech,
+                                     origin=time.monotonic(), user_index=last, tool=turn.tool, tool_answered=True)
+            return self.turn
         key = self.conversation.next_fault_key()
-        answer = server.answerer.answer(brain_request(self.items, self.view))
+        request = brain_request(self.items, self.view)
+        answer = server.answerer.answer(request)
         speech = plan_speech(answer.text, server.settings.latency, key.label(), audio=self.view.output_audio)
         self.turn = TurnPlan(fault_key=key, fault=server.settings.faults.pick(key), answer=answer, speech=speech,
-                             origin=time.monotonic(), user_index=last)
+                             origin=time.monotonic(), user_index=last,
+                             tool=choose_tool(request.utterance, self.view.client_tools))
         return self.turn
 
     def run_finished(self, run: ResponseRun) -> None:

@@ -33,6 +33,7 @@ from adapters.emulators._kit.answerer import BrainAnswer
 from adapters.emulators._kit.faults import FaultKey, FaultKind
 from adapters.emulators._kit.running import sleep_until
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechPlan, speak
+from adapters.emulators.brain.tools import ToolChoice
 from adapters.emulators.openai_realtime.state import called_tool_since_user
 from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.openai_realtime import wire
@@ -55,6 +56,10 @@ class TurnPlan:
     origin: float
     #: index of the user message this turn answers
     user_index: int | None
+    #: the client tool the caller's request asks for (called in a tool-only response first), and whether its
+    #: result is in (the answer then speaks it)
+    tool: ToolChoice | None = None
+    tool_answered: bool = False
 
     @property
     def stamp_key(self) -> str:
@@ -110,6 +115,10 @@ class ResponseRun:
                  and not called_tool_since_user(conn.items))
         async with conn.lock:
             await self._created(rate_limited=plan.fault == "rate_limit")
+        if plan.tool is not None and not plan.tool_answered and not called_tool_since_user(conn.items,
+                                                                                             plan.tool.name):
+            await self._tool_only(plan.tool)  # the client runs the tool and asks for another response
+            return
         if route and conn.server.options.tool_call == "before_answer":
             await self._tool_only()
             return
@@ -144,20 +153,26 @@ class ResponseRun:
         await sleep_until(deadline)
         return False
 
-    async def _tool_only(self) -> None:
+    async def _tool_only(self, tool: ToolChoice | None = None) -> None:
         if await self._wait_or_cancelled(self.plan.origin + self.plan.first_token_s / 2):
             await self._finish_cancelled()
             return
         async with self.conn.lock:
-            item = await self._function_call(0)
+            item = await self._function_call(0, tool)
             await self._done("completed", output=[item], output_text=item.arguments or "", output_audio_ms=0)
 
-    async def _function_call(self, output_index: int) -> wire.ConversationItem:
+    async def _function_call(self, output_index: int, tool: ToolChoice | None = None) -> wire.ConversationItem:
+        """A function call item: ``tool`` (a client tool) or the intent tool with the answer's labels."""
         conn, answer = self.conn, self.plan.answer
-        arguments = json.dumps({"intent": answer.conversational_intent, "target_language": answer.target_language})
+        if tool is not None:
+            name, arguments = tool.name, tool.arguments_json
+        else:
+            name = INTENT_TOOL_NAME
+            arguments = json.dumps({"intent": answer.conversational_intent,
+                                    "target_language": answer.target_language})
         call_id = wire.new_id("call")
         item = wire.ConversationItem(id=wire.new_id("item"), type="function_call", status="in_progress",
-                                     name=INTENT_TOOL_NAME, call_id=call_id, arguments="")
+                                     name=name, call_id=call_id, arguments="")
         previous = conn.last_item_id()
         await conn.send(wire.ResponseOutputItemAdded(response_id=self.response_id, output_index=output_index,
                                                      item=item))
@@ -170,7 +185,7 @@ class ResponseRun:
         # the beta event carries no function name (it is on the item)
         await conn.send(wire.ResponseFunctionCallArgumentsDone(
             response_id=self.response_id, item_id=item.id or "", output_index=output_index, call_id=call_id,
-            name=None if conn.beta else INTENT_TOOL_NAME, arguments=arguments))
+            name=None if conn.beta else name, arguments=arguments))
         done = item.model_copy(update={"status": "completed", "arguments": arguments})
         conn.items.append(done)
         await conn.send(wire.ResponseOutputItemDone(response_id=self.response_id, output_index=output_index,

@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from adapters.emulators._kit.answerer import BrainRequest, HistoryTurn
+from adapters.emulators.brain.tools import DeclaredTool
 from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.openai_realtime import wire
 from adapters.prompts import passages_from_instructions
@@ -127,6 +128,17 @@ class SessionView:
             return False
         return any(isinstance(t, dict) and t.get("name") == INTENT_TOOL_NAME for t in self.session.get("tools") or [])
 
+    @property
+    def client_tools(self) -> list[DeclaredTool]:
+        """The declared function tools other than the intent tool (none with ``tool_choice: none``)."""
+        if self.session.get("tool_choice") == "none":
+            return []
+        return [DeclaredTool(name=t["name"], description=t.get("description") or "",
+                             parameters=t.get("parameters") or {})
+                for t in self.session.get("tools") or []
+                if isinstance(t, dict) and t.get("type", "function") == "function" and isinstance(t.get("name"), str)
+                and t["name"] != INTENT_TOOL_NAME]
+
 
 def estimate_tokens(text: str) -> int:
     return max(1, math.ceil(len(text) / 4)) if text else 0
@@ -154,10 +166,20 @@ def brain_request(items: list[wire.ConversationItem], view: SessionView) -> Brai
                         context=passages_from_instructions(view.instructions))
 
 
-def called_tool_since_user(items: list[wire.ConversationItem]) -> bool:
-    """Whether the model already called the intent tool for the current user message."""
+def called_tool_since_user(items: list[wire.ConversationItem], name: str = INTENT_TOOL_NAME) -> bool:
+    """Whether the model already called the tool ``name`` for the current user message."""
     last = last_user_index(items)
-    return any(item.type == "function_call" for item in items[(last + 1) if last is not None else 0 :])
+    return any(item.type == "function_call" and item.name == name
+               for item in items[(last + 1) if last is not None else 0 :])
+
+
+def tool_output_since_user(items: list[wire.ConversationItem], name: str) -> str | None:
+    """The client's ``function_call_output`` for the model's call of ``name`` after the last user message."""
+    last = last_user_index(items)
+    since = items[(last + 1) if last is not None else 0 :]
+    call_ids = {item.call_id for item in since if item.type == "function_call" and item.name == name}
+    return next((item.output or "" for item in since
+                 if item.type == "function_call_output" and item.call_id in call_ids), None)
 
 
 def prompt_text(view: SessionView, items: list[wire.ConversationItem]) -> str:
