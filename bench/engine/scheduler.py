@@ -187,7 +187,7 @@ class _Attempt:
 
     async def run(self) -> tuple[Exchange, list[Stamped]]:
         system, entry = self.launched.config, self.unit.entry
-        spec = self.launched.session_spec(
+        spec = await self.launched.session_spec(
             run_id=self.ctx.run_id, conversation_id=self.unit.conversation_id, attempt=self.attempt,
             language=entry.language, input_mode=self.ctx.input_mode,
             context=self.ctx.session_context(system.id, entry.id),
@@ -202,7 +202,9 @@ class _Attempt:
                 try:
                     if self.ctx.input_mode == "audio":
                         self.recorder = DuplexRecorder(origin=now())
-                        self.launched.expect_utterance(spec, entry.phone_question)
+                        emulator, token = self.launched.emulator, self.launched.token_of(spec)
+                        if emulator is not None and token is not None:  # the emulator's test-double recognizer
+                            await emulator.expect_utterance(token, entry.phone_question)
                         exchange = await audio_exchange(session, tap, self.ctx.speech[entry.id], self.recorder,
                                                         line_open=session.capabilities.server_vad)
                     else:
@@ -213,7 +215,7 @@ class _Attempt:
         except TimeoutError:
             raise AdapterError(f"no response within {system.timeout_s:g} s", code=ErrorCode.TIMEOUT) from None
         finally:
-            self.launched.release(spec)
+            await self.launched.release(spec)
 
 
 def _retry_delay(system: SystemConfig, exc: BaseException | None, failed_attempts: int) -> float:
