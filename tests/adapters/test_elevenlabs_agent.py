@@ -201,7 +201,7 @@ async def sdk_conversation(launched: LaunchedSystem, *, text_only: bool, **callb
 
     from adapters.elevenlabs_agent.initiation import agent_prompt
 
-    endpoint = await conversation_spec(launched).endpoint
+    endpoint = (await conversation_spec(launched)).endpoint
     client = ElevenLabs(api_key=endpoint.credentials["api_key"], base_url=endpoint.url)  # the SDK's own choice
     tools = ClientTools(loop=asyncio.get_running_loop())
     calls: list[dict[str, Any]] = []

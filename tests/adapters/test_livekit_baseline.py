@@ -142,7 +142,7 @@ async def baseline(answerer):
 async def test_official_openai_client_sees_the_recorded_sequence(baseline):
     expected = recording()["wire"]
     emulator = baseline.emulator
-    endpoint = await spec_for(baseline, "contract").endpoint
+    endpoint = (await spec_for(baseline, "contract")).endpoint
     oai = openai.AsyncOpenAI(base_url=f"{endpoint.url}/v1", api_key=endpoint.credentials["api_key"], max_retries=0)
     parameters = {"type": "object", "properties": {"query": {"type": "string"}}}
     tools = [{"type": "function", "function": {"name": "lookup_knowledge_base", "parameters": parameters}}]

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class AnswererRecipe(BaseModel):
     """How the child builds the emulator's answerer: ``target(**kwargs)`` (a non-callable target is used as it is),
-    with ``search_dirs`` first on ``sys.path`` while importing it."""
+    with ``search_dirs`` first on ``sys.path`` (for the child's whole life: the answerer may import lazily)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -46,14 +46,8 @@ class AnswererRecipe(BaseModel):
         module_name, sep, attribute = self.target.partition(":")
         if not sep:
             module_name, _, attribute = self.target.rpartition(".")
-        added = [d for d in self.search_dirs if d not in sys.path]
-        sys.path[:0] = added
-        try:
-            found = getattr(importlib.import_module(module_name), attribute)
-        finally:
-            for entry in added:
-                if entry in sys.path:
-                    sys.path.remove(entry)
+        sys.path[:0] = [d for d in self.search_dirs if d not in sys.path]
+        found = getattr(importlib.import_module(module_name), attribute)
         return found(**self.kwargs()) if callable(found) else found
 
 

@@ -105,7 +105,28 @@ class Host:
             await self.running.close()
 
 
+#: the engine's PID, set by ``process.EmulatorProcess``: the child dies with it
+PARENT_ENV = "VOICE_BENCH_EMULATOR_PARENT"
+
+
+def die_with_parent() -> None:
+    """Linux: SIGKILL this process when the engine's process dies, even while an answerer blocks the event loop (a
+    closed stdin alone is only noticed by a running loop)."""
+    import ctypes
+    import signal
+
+    expected = os.environ.get(PARENT_ENV)
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return  # not Linux: stdin closing still stops a child whose loop runs
+    if expected and str(os.getppid()) != expected:  # the engine died before prctl took effect
+        os._exit(1)
+
+
 def main() -> int:
+    die_with_parent()
     # the channel keeps the real stdout; fd 1 becomes stderr so stray prints cannot corrupt it
     channel = os.fdopen(os.dup(sys.stdout.fileno()), "wb", buffering=0)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())

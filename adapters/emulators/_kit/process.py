@@ -113,6 +113,7 @@ class EmulatorProcess:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_CODE_ROOT, env.get("PYTHONPATH", "")) if p)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        env["VOICE_BENCH_EMULATOR_PARENT"] = str(os.getpid())  # host.PARENT_ENV: the child dies with this process
         try:
             process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "adapters.emulators._kit.host", stdin=asyncio.subprocess.PIPE,
