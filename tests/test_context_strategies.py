@@ -162,7 +162,7 @@ def test_emulator_knowledge_api_through_the_official_sdk() -> None:
         config = SystemConfig(**elevenlabs("eleven"))
         launched = await launch(config, create_adapter(config), answerer=RecordingBrain())
         try:
-            url = launched.session_spec(run_id="t", conversation_id="c", attempt=0, language="en").endpoint
+            url = (await launched.session_spec(run_id="t", conversation_id="c", attempt=0, language="en")).endpoint
             client = AsyncElevenLabs(api_key="emulated", base_url=url.urls["knowledge"])
             kb = client.conversational_ai.knowledge_base
             made = await kb.documents.create_from_text(text="Parking costs two euros.", name="voice-bench p 1")
@@ -180,7 +180,7 @@ def test_emulator_knowledge_api_through_the_official_sdk() -> None:
 
 
 async def ask(launched: Any, question: str, conversation_id: str, language: str = "en") -> str:
-    spec = launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language=language,
+    spec = await launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language=language,
                                  context=[])
     session = await launched.adapter.open_session(spec)
     text: list[str] = []
@@ -194,7 +194,7 @@ async def ask(launched: Any, question: str, conversation_id: str, language: str 
                     break
     finally:
         await session.aclose()
-        launched.release(spec)
+        await launched.release(spec)
     return "".join(text)
 
 

@@ -1,35 +1,55 @@
-"""Starts what a system needs before its first conversation: its emulator (emulated mode), with the injected
-answerer, and hands the adapter one ``Endpoint`` per conversation.
+"""Starts what a system needs before its first conversation: its emulator (emulated mode), in its own process,
+and hands the adapter one ``Endpoint`` per conversation.
 
 Emulator settings come from one place, ``options.emulator`` of the system (``latency``, ``faults``, ``vad``,
 ``host``, ``port``, ``brain`` and the emulator's own keys). Every mistake there is an exit-2 ``ConfigError``
 naming the system and the field, raised before the run starts.
 
-``start_named_emulator`` starts an emulator the core uses as a tool (``registry.EMULATORS``: the loopback chat model
-behind the offline naturalness judge) with the core's own answerer (``bench.engine.brains``).
+Every emulator a run starts runs in its own process (``adapters.emulators._kit.process``), so its timing follows
+its configured profile whatever the harness's load. Its answerer is rebuilt there from an ``AnswererRecipe``
+(an importable target and its arguments): the default brain with the system's ``BrainProfile``, a fixed answer
+(``fixed_answerer``, for benchmarks) or a simulation's custom answerer (``answerer_recipe``). The engine holds the
+typed ``EmulatorHandle`` the kit returns: register a conversation (acknowledged before the adapter connects),
+release it, tell it what the caller says (``expect_utterance``, the test double's recognizer), read its send stamps.
+A child that fails to start or dies is an execution error (exit 4) carrying its redacted stderr tail.
+
+An answerer *object* (not a recipe) cannot be rebuilt in a child: the emulator then runs on the caller's event loop.
+Only contract tests that read an emulator's wire log do that, and the core's tool emulators (``start_named_emulator``)
+whose answerer is an object.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from bench.config import SystemConfig
 from bench.engine.registry import emulator_start, load_target, spec_for
-from bench.errors import ConfigError
+from bench.errors import ConfigError, ExecutionFailure
 from bench.protocol import SessionSpec, SystemUnderTest
+
+if TYPE_CHECKING:
+    from adapters.emulators._kit.channel import AnswererRecipe
+    from adapters.emulators._kit.process import EmulatorHandle
 
 SETTINGS_KEYS = ("latency", "faults", "vad", "host", "port")
 DEFAULT_ANSWERER = "adapters.emulators.brain:create_answerer"
+FIXED_ANSWERER = "adapters.emulators._kit.fixed:FixedAnswerer"
 
 
-def fixed_answerer(text: str) -> Any:
+def answerer_recipe(target: str, kwargs: dict[str, Any] | None = None,
+                    search_dirs: list[Any] | None = None) -> AnswererRecipe:
+    """How an emulator process builds its answerer: ``target(**kwargs)``, importing with ``search_dirs`` first."""
+    from adapters.emulators._kit.channel import AnswererRecipe
+
+    return AnswererRecipe.of(target, kwargs, [str(d) for d in search_dirs or []])
+
+
+def fixed_answerer(text: str) -> AnswererRecipe:
     """An answerer that always says ``text`` (for benchmarks, which measure timing rather than content)."""
-    from adapters.emulators._kit.fixed import FixedAnswerer
-
-    return FixedAnswerer(text)
+    return answerer_recipe(FIXED_ANSWERER, {"text": text})
 
 
 def _config_error(who: str, prefix: str, exc: ValidationError) -> ConfigError:
@@ -50,7 +70,7 @@ def _settings(who: str, raw: Any) -> tuple[Any, dict[str, Any]]:
         raise _config_error(who, "options.emulator", exc) from None
 
 
-async def _start(who: str, start: Any, settings: Any, answerer: Any, options: dict[str, Any]) -> Any:
+async def _start_in_process(who: str, start: Any, settings: Any, answerer: Any, options: dict[str, Any]) -> Any:
     from adapters.emulators._kit.control import ControlPlane
 
     try:
@@ -59,8 +79,31 @@ async def _start(who: str, start: Any, settings: Any, answerer: Any, options: di
         raise _config_error(who, "options.emulator", exc) from None
 
 
-async def start_emulator(system: SystemConfig, *, answerer: Any | None = None) -> Any:
-    """Start the emulator of ``system`` (which must be in emulated mode) and return its ``RunningEmulator``."""
+async def _start_process(who: str, target: str, settings: Any, recipe: AnswererRecipe,
+                         options: dict[str, Any]) -> EmulatorHandle:
+    from adapters.emulators._kit.channel import HostStart
+    from adapters.emulators._kit.process import EmulatorFailed, EmulatorProcess
+
+    start = HostStart(emulator=target, settings=settings.model_dump(mode="json"), options=options, answerer=recipe)
+    try:
+        return await EmulatorProcess.start(start, who=who)
+    except EmulatorFailed as exc:
+        if exc.config:
+            raise ConfigError(str(exc)) from None
+        raise ExecutionFailure(str(exc)) from None
+
+
+def _is_recipe(answerer: Any) -> bool:
+    from adapters.emulators._kit.channel import AnswererRecipe
+
+    return isinstance(answerer, AnswererRecipe)
+
+
+async def start_emulator(system: SystemConfig, *, answerer: Any | None = None) -> EmulatorHandle:
+    """Start the emulator of ``system`` (which must be in emulated mode) and return its handle.
+
+    ``answerer``: None (the default brain with ``options.emulator.brain``) or an ``AnswererRecipe`` — the emulator
+    runs in its own process; an answerer object — it runs on this event loop (see the module docstring)."""
     from adapters.emulators._kit.answerer import BrainProfile
 
     who = f"system {system.id!r}"
@@ -74,61 +117,80 @@ async def start_emulator(system: SystemConfig, *, answerer: Any | None = None) -
         raise _config_error(who, "options.emulator.brain", exc) from None
     except TypeError:
         raise ConfigError(f"{who}: options.emulator.brain: must be a mapping") from None
+    load_target(spec.emulator, system=system, spec=spec)  # a missing vendor SDK is exit 2 here, not in the child
     if answerer is None:
-        answerer = load_target(DEFAULT_ANSWERER, system=system)(profile)
+        answerer = answerer_recipe(DEFAULT_ANSWERER, {"profile": profile})
+    if _is_recipe(answerer):
+        return await _start_process(who, spec.emulator, settings, answerer, raw)
     start = load_target(spec.emulator, system=system, spec=spec)
-    return await _start(who, start, settings, answerer, raw)
+    return await _start_in_process(who, start, settings, answerer, raw)  # type: ignore[no-any-return]
 
 
 async def start_named_emulator(name: str, *, answerer: Any, options: dict[str, Any] | None = None) -> Any:
     """Start the emulator ``name`` of ``registry.EMULATORS`` — a tool the core uses (the offline naturalness judge's
-    chat model), not a system's emulated mode — with the injected ``answerer`` (an object with a ``profile``
-    (``bench.engine.brains.BrainProfile``) and ``answer(BrainRequest) -> BrainAnswer``). ``options`` are read like
-    a system's ``options.emulator`` (kit settings, then the emulator's own keys; no ``brain``: the answerer is
-    given); a mistake is an exit-2 ``ConfigError`` naming the emulator and the field. Returns its
-    ``RunningEmulator`` (the caller closes it)."""
+    chat model), not a system's emulated mode — with ``answerer``: an ``AnswererRecipe`` (``answerer_recipe``; the
+    emulator runs in its own process) or an answerer object (an object with a ``profile``
+    (``bench.engine.brains.BrainProfile``) and ``answer(BrainRequest) -> BrainAnswer``), which cannot be rebuilt in a
+    child, so that emulator runs on the caller's event loop. ``options`` are read like a system's
+    ``options.emulator`` (kit settings, then the emulator's own keys; no ``brain``: the answerer is given); a mistake
+    is an exit-2 ``ConfigError`` naming the emulator and the field. Returns its handle (the caller closes it; its
+    ``url`` is the main base URL)."""
+    from bench.engine.registry import EMULATORS
+
     who = f"emulator {name!r}"
     start = emulator_start(name)
     settings, raw = _settings(who, options or {})
-    return await _start(who, start, settings, answerer, raw)
+    if _is_recipe(answerer):
+        return await _start_process(who, EMULATORS[name], settings, answerer, raw)
+    return await _start_in_process(who, start, settings, answerer, raw)
+
+
+async def register_conversation(emulator: EmulatorHandle, *, run_id: str, system_id: str, conversation_id: str,
+                                attempt: int, language: str | None) -> str:
+    """Register one conversation with ``emulator`` (acknowledged when this returns); its token for the endpoint."""
+    from adapters.emulators._kit.channel import ConversationIdentity
+
+    return await emulator.register(ConversationIdentity(run_id=run_id, system_id=system_id,
+                                                        conversation_id=conversation_id, attempt=attempt,
+                                                        language=language))
 
 
 @dataclass
 class LaunchedSystem:
-    """A configured system ready for conversations: its adapter and, when emulated, its running emulator."""
+    """A configured system ready for conversations: its adapter and, when emulated, the handle of its emulator
+    (``EmulatorHandle``: the engine tells it what the caller says through ``emulator.expect_utterance(token, …)``
+    with ``token_of(spec)``; it is a test double, outside the adapter's ``Session``)."""
 
     config: SystemConfig
     adapter: SystemUnderTest
-    emulator: Any | None = None
+    emulator: EmulatorHandle | None = None
     _tokens: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @property
     def emulated(self) -> bool:
         return self.emulator is not None
 
-    def session_spec(self, *, run_id: str, conversation_id: str, attempt: int, language: str,
-                     **fields: Any) -> SessionSpec:
-        """The spec for one attempt of one conversation, with its own endpoint when emulated."""
+    async def session_spec(self, *, run_id: str, conversation_id: str, attempt: int, language: str,
+                           **fields: Any) -> SessionSpec:
+        """The spec for one attempt of one conversation, with its own endpoint when emulated (the conversation is
+        registered with the emulator, and acknowledged, before this returns)."""
         endpoint = None
         if self.emulator is not None:
-            conversation = self.emulator.control.register(run_id=run_id, system_id=self.config.id,
-                                                          conversation_id=conversation_id, attempt=attempt,
-                                                          language=language)
-            self._tokens[(conversation_id, attempt)] = conversation.token
-            endpoint = self.emulator.endpoint(conversation.token)
+            token = await register_conversation(self.emulator, run_id=run_id, system_id=self.config.id,
+                                                conversation_id=conversation_id, attempt=attempt, language=language)
+            self._tokens[(conversation_id, attempt)] = token
+            endpoint = self.emulator.endpoint(token)
         return SessionSpec(run_id=run_id, system_id=self.config.id, conversation_id=conversation_id,
                            attempt=attempt, language=language, endpoint=endpoint, **fields)
 
-    def expect_utterance(self, spec: SessionSpec, text: str) -> None:
-        """Tell the emulator what the caller says in the next audio segment (emulators have no recognizer)."""
-        token = self._tokens.get((spec.conversation_id, spec.attempt))
-        if self.emulator is not None and token is not None:
-            self.emulator.control.expect_utterance(token, text)
+    def token_of(self, spec: SessionSpec) -> str | None:
+        """The emulator's token of the conversation ``spec`` was made for (None when not emulated)."""
+        return self._tokens.get((spec.conversation_id, spec.attempt))
 
-    def release(self, spec: SessionSpec) -> None:
+    async def release(self, spec: SessionSpec) -> None:
         token = self._tokens.pop((spec.conversation_id, spec.attempt), None)
         if self.emulator is not None and token is not None:
-            self.emulator.control.release(token)
+            await self.emulator.release(token)
 
     async def start(self) -> None:
         await self.adapter.start()

@@ -234,7 +234,7 @@ class _Attempt:
 
     async def run(self) -> tuple[Exchange, list[Stamped]]:
         system, entry = self.launched.config, self.unit.entry
-        spec = self.launched.session_spec(
+        spec = await self.launched.session_spec(
             run_id=self.ctx.run_id, conversation_id=self.unit.conversation_id, attempt=self.attempt,
             language=entry.language, input_mode=self.ctx.input_mode,
             context=self.ctx.session_context(system.id, entry.id),
@@ -251,7 +251,9 @@ class _Attempt:
                 try:
                     if self.ctx.input_mode == "audio":
                         self.recorder = DuplexRecorder(origin=now())
-                        self.launched.expect_utterance(spec, entry.phone_question)
+                        emulator, token = self.launched.emulator, self.launched.token_of(spec)
+                        if emulator is not None and token is not None:  # the emulator's test-double recognizer
+                            await emulator.expect_utterance(token, entry.phone_question)
                         barge_in = None if self.ctx.barge_in_at_ms is None else BargeIn(
                             self.ctx.barge_in_at_ms, self.ctx.barge_speech[entry.language])
                         exchange = await audio_exchange(session, tap, self.ctx.speech[entry.id], self.recorder,
@@ -269,7 +271,7 @@ class _Attempt:
         finally:
             if deadline is not None:
                 deadline.cancel()
-            self.launched.release(spec)
+            await self.launched.release(spec)
 
 
 def _retry_delay(system: SystemConfig, exc: BaseException | None, failed_attempts: int) -> float:

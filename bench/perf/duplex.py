@@ -1,10 +1,10 @@
 """Full-duplex audio benchmark: how precisely does the engine measure caller-heard latency under concurrency?
 
-N concurrent conversations run through the real engine against the raw-PCM WebSocket emulator with server VAD
-(``bench.perf.emulator_host``, another process): the engine's audio pump streams the caller's speech in paced
-20 ms frames and keeps the line open with silence, the emulator's VAD ends the caller's turn after
-``endpointing_silence_ms`` and starts answering ``response_delay_ms`` later (telephony-style: 300 + 400 ms), and the
-engine records both tracks on one timeline and finds the start of the agent's speech with TEN VAD.
+N concurrent conversations run through the real engine against the raw-PCM WebSocket emulator with server VAD, started
+the way a run starts it (``bench.engine.launch.launch``: in its own process, one per level): the engine's audio pump
+streams the caller's speech in paced 20 ms frames and keeps the line open with silence, the emulator's VAD ends the
+caller's turn after ``endpointing_silence_ms`` and starts answering ``response_delay_ms`` later (telephony-style: 300
++ 400 ms), and the engine records both tracks on one timeline and finds the start of the agent's speech with TEN VAD.
 
 Figures per N:
 - caller-heard error = the engine's caller-heard latency (VAD on the recorded tracks, from the end of the caller's
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.engine.clock import quiet_gc
-from bench.perf.timing import EmulatorProcess, _busy_cpu_s, _percentile
+from bench.perf.timing import _busy_cpu_s, _cpu_s, _percentile
 
 ANSWER = "Visiting hours are every day from two to eight in the afternoon."
 
@@ -67,18 +67,17 @@ def caller_speech(seconds: float) -> bytes:
     return tone_pcm16(int(seconds * 1000))
 
 
-async def _conversation(launched: Any, endpoint: Any, level: int, index: int, turns: int, delay: float,
+async def _conversation(launched: Any, level: int, index: int, turns: int, delay: float,
                         speech: bytes, result: Level) -> None:
     from bench.audio.recorder import DuplexRecorder
     from bench.engine.clock import EventTap, now
     from bench.engine.conversation import audio_exchange, hang_up
-    from bench.protocol import AdapterError, SessionSpec
+    from bench.protocol import AdapterError
 
     await asyncio.sleep(delay)
     conversation = f"d{level}-s{index}"
-    spec = SessionSpec(run_id="bench-duplex", system_id=launched.config.id, conversation_id=conversation,
-                       language="en", input_mode="audio", idle_timeout_s=30,
-                       endpoint=endpoint.model_copy(update={"url": f"{endpoint.url}/c/{conversation}"}))
+    spec = await launched.session_spec(run_id="bench-duplex", conversation_id=conversation, attempt=0,
+                                       language="en", input_mode="audio", idle_timeout_s=30)
     try:
         session = await launched.adapter.open_session(spec)
     except AdapterError as exc:
@@ -101,34 +100,38 @@ async def _conversation(launched: Any, endpoint: Any, level: int, index: int, tu
         await hang_up(session, tap)
 
 
-async def run_level(emulator: EmulatorProcess, sessions: int, turns: int, speech: bytes, seed: int) -> Level:
+async def run_level(options: dict[str, Any], sessions: int, turns: int, speech: bytes,
+                    seed: int) -> tuple[Level, dict[str, dict[str, float]]]:
+    """N concurrent conversations against an emulator started as a run starts it; the level and its send stamps."""
     from bench.config import SystemConfig
-    from bench.engine.launch import LaunchedSystem
+    from bench.engine.launch import fixed_answerer, launch
     from bench.engine.registry import create_adapter
-    from bench.protocol import Endpoint
 
     system = SystemConfig(id="duplex-pcm", adapter="pcm_websocket", mode="emulated", timeout_s=60,
-                          options={"text_message": None})
-    launched = LaunchedSystem(config=system, adapter=create_adapter(system))
+                          options={"text_message": None, "emulator": options})
+    launched = await launch(system, create_adapter(system), answerer=fixed_answerer(ANSWER))
+    emulator = launched.emulator
+    assert emulator is not None
     await launched.start()
-    endpoint = Endpoint(url=next(iter(emulator.urls.values())), urls=emulator.urls, emulated=True,
-                        credentials=emulator.credentials)
     rng = random.Random(seed + sessions)
     result = Level(sessions=sessions)
     quiet_gc()  # GC pauses would show up as timing error (bench.engine.clock)
     started, cpu_started = time.monotonic(), time.process_time()
-    emulator_started, machine_started = emulator.cpu_s(), _busy_cpu_s()
+    emulator_started, machine_started = _cpu_s(emulator), _busy_cpu_s()
     try:
         spread = len(speech) / 48000 + 1.0
-        await asyncio.gather(*(_conversation(launched, endpoint, sessions, i, turns,
+        await asyncio.gather(*(_conversation(launched, sessions, i, turns,
                                              rng.uniform(0, spread) if sessions > 1 else 0.0, speech, result)
                                for i in range(sessions)))
     finally:
         result.wall_s, result.cpu_s = time.monotonic() - started, time.process_time() - cpu_started
-        result.emulator_cpu_s = emulator.cpu_s() - emulator_started
+        result.emulator_cpu_s = _cpu_s(emulator) - emulator_started
         result.machine_cpu_s = _busy_cpu_s() - machine_started
-        await launched.close()
-    return result
+        try:
+            stamps = (await emulator.send_stamps()).model_dump()
+        finally:
+            await launched.close()
+    return result, stamps
 
 
 def summarize(level: Level, stamps: dict[str, dict[str, float]], nominal_ms: float) -> dict[str, Any]:
@@ -207,17 +210,15 @@ def main(argv: list[str] | None = None) -> int:
     nominal = args.endpointing_ms + args.response_delay_ms
     speech = caller_speech(1.5)
     print(f"EMULATED full-duplex benchmark (the engine's pump + pcm_websocket adapter -> raw-PCM emulator with "
-          f"server VAD, in a separate process)\nschedule: answer {nominal:g} ms after the caller stops "
+          f"server VAD, in its own process, started as a run starts it)\nschedule: answer {nominal:g} ms after the "
+          f"caller stops "
           f"(endpointing {args.endpointing_ms:g} + delay {args.response_delay_ms:g}); caller speech "
           f"{len(speech) / 48:.0f} ms, 20 ms frames paced in real time; cpus {os.cpu_count()}", flush=True)
-    results = []
-    with EmulatorProcess("pcm_websocket", options, ANSWER) as emulator:
-        for sessions in levels:
-            level = asyncio.run(run_level(emulator, sessions, args.turns, speech, args.seed))
-            results.append(level)
-            print(f"  N={sessions}: {len(level.exchanges)} exchanges in {level.wall_s:.1f} s", flush=True)
-        stamps = emulator.stamps()
-    rows = [summarize(level, stamps, nominal) for level in results]
+    rows = []
+    for sessions in levels:
+        level, stamps = asyncio.run(run_level(options, sessions, args.turns, speech, args.seed))
+        rows.append(summarize(level, stamps, nominal))
+        print(f"  N={sessions}: {len(level.exchanges)} exchanges in {level.wall_s:.1f} s", flush=True)
     print()
     print(render(rows, nominal, args.target_ms))
     for row in rows:

@@ -1,15 +1,15 @@
 """Timing benchmark of the harness itself: how precisely does the engine measure TTFA under concurrency?
 
-The evaluator WebSocket emulator runs in ANOTHER PROCESS (``bench.perf.emulator_host``, started through the
-engine's own launcher) with a fixed first-audio delay (log-normal sigma 0). N concurrent conversations run through
-the real engine: the generic WebSocket adapter's ``open_session`` (one socket per conversation, ``evaluator.init``
-once), the engine's ``EventTap`` (the only stamper) and its ``text_exchange`` driver, turn after turn on the same
-session. Nothing of the engine's stamping is copied here.
+The evaluator WebSocket emulator is started the way a run starts it (``bench.engine.launch.launch``: in its own
+process, ``adapters.emulators._kit.process``) with a fixed first-audio delay (log-normal sigma 0), one per level. N
+concurrent conversations run through the real engine: the generic WebSocket adapter's ``open_session`` (one socket per
+conversation, ``evaluator.init`` once), the engine's ``EventTap`` (the only stamper) and its ``text_exchange`` driver,
+turn after turn on the same session. Nothing of the engine's stamping is copied here.
 
 The emulator stamps ``time.monotonic()`` right after it writes each response's first audio frame, next to the time
-that frame was scheduled for; after all levels the benchmark asks the emulator process for those stamps (a command
-on its stdin; the protocol frames stay untouched) and joins them with the engine's by conversation and response
-number. On Linux ``time.monotonic()`` is CLOCK_MONOTONIC, one clock for every process, so the stamps compare.
+that frame was scheduled for; after each level the benchmark asks the emulator process for those stamps (the emulator
+handle's control channel; the protocol frames stay untouched) and joins them with the engine's by conversation and
+response number. On Linux ``time.monotonic()`` is CLOCK_MONOTONIC, one clock for every process, so the stamps compare.
 
 Figures per N:
 - harness measurement error = the engine's stamp of the first AudioDelta − the emulator's send stamp of that frame
@@ -36,14 +36,11 @@ import json
 import math
 import os
 import random
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "What are the visiting hours?"
 ANSWER = "Visiting hours are every day from two to eight in the afternoon, with at most two visitors per patient."
 
@@ -153,69 +150,16 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
-class EmulatorProcess:
-    """An emulator in a child process (``bench.perf.emulator_host``); its URLs come on its first output line."""
-
-    def __init__(self, adapter: str, emulator_options: dict[str, Any], answer: str):
-        self.command = [sys.executable, "-m", "bench.perf.emulator_host", adapter, json.dumps(emulator_options),
-                        "--answer", answer]
-        self.process: subprocess.Popen[str] | None = None
-        self.urls: dict[str, str] = {}
-        self.credentials: dict[str, str] = {}
-
-    def __enter__(self) -> EmulatorProcess:
-        self.process = subprocess.Popen(self.command, cwd=PROJECT_ROOT, stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline().strip()
-        try:
-            ready = json.loads(line)
-        except ValueError:
-            self.__exit__()
-            raise RuntimeError(f"emulator did not start (got {line!r})") from None
-        self.urls, self.credentials = ready["urls"], ready["credentials"]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            try:
-                assert self.process.stdin is not None
-                self.process.stdin.write("quit\n")
-                self.process.stdin.flush()
-                self.process.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
-                self.process.wait()
-
-    def cpu_s(self) -> float:
-        """CPU seconds the emulator process has used so far (Linux /proc)."""
-        assert self.process is not None
-        try:
-            fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return math.nan
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stamps(self) -> dict[str, dict[str, float]]:
-        assert self.process is not None and self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write("stamps\n")
-        self.process.stdin.flush()
-        return json.loads(self.process.stdout.readline())
-
-
-async def _session(launched: Any, endpoint: Any, level: int, index: int, turns: int, start_delay: float,
+async def _session(launched: Any, level: int, index: int, turns: int, start_delay: float,
                    workload: Workload, rng: random.Random, records: list[TurnRecord]) -> None:
     from bench.engine.clock import EventTap
     from bench.engine.conversation import hang_up, text_exchange
-    from bench.protocol import AdapterError, AudioDelta, ResponseDone, SessionSpec
+    from bench.protocol import AdapterError, AudioDelta, ResponseDone
 
     await asyncio.sleep(start_delay)
     conversation = f"n{level}-s{index}"
-    spec = SessionSpec(run_id="bench-timing", system_id=launched.config.id, conversation_id=conversation,
-                       language="en", endpoint=endpoint.model_copy(update={
-                           "url": f"{endpoint.url}/c/{conversation}",
-                           "urls": {k: f"{v}/c/{conversation}" for k, v in endpoint.urls.items()}}),
-                       idle_timeout_s=30)
+    spec = await launched.session_spec(run_id="bench-timing", conversation_id=conversation, attempt=0,
+                                       language="en", idle_timeout_s=30)
     try:
         session = await launched.adapter.open_session(spec)
     except AdapterError as exc:
@@ -245,22 +189,21 @@ async def _session(launched: Any, endpoint: Any, level: int, index: int, turns: 
         await hang_up(session, tap)
 
 
-async def run_level(emulator: EmulatorProcess, sessions: int, turns: int, workload: Workload, seed: int,
-                    gc_mode: str = "default") -> LevelResult:
-    """N concurrent conversations of ``turns`` turns each against the emulator process."""
+async def run_level(emulator_options: dict[str, Any], sessions: int, turns: int, workload: Workload, seed: int,
+                    gc_mode: str = "default") -> tuple[LevelResult, dict[str, dict[str, float]]]:
+    """N concurrent conversations of ``turns`` turns each against an emulator started as a run starts it; the
+    level's figures and the emulator's send stamps."""
     from bench.config import SystemConfig
     from bench.engine.clock import quiet_gc
-    from bench.engine.launch import LaunchedSystem
+    from bench.engine.launch import fixed_answerer, launch
     from bench.engine.registry import create_adapter
-    from bench.protocol import Endpoint
 
     system = SystemConfig(id="timing-websocket", adapter="websocket", mode="emulated", timeout_s=60,
-                          concurrency=max(1, min(sessions, 512)), options={})
-    adapter = create_adapter(system)
-    launched = LaunchedSystem(config=system, adapter=adapter)
+                          concurrency=max(1, min(sessions, 512)), options={"emulator": emulator_options})
+    launched = await launch(system, create_adapter(system), answerer=fixed_answerer(ANSWER))
+    emulator = launched.emulator
+    assert emulator is not None
     await launched.start()
-    endpoint = Endpoint(url=next(iter(emulator.urls.values())), urls=emulator.urls, emulated=True,
-                        credentials=emulator.credentials)
     rng = random.Random(seed * 1_000_003 + sessions)
     records: list[TurnRecord] = []
     if gc_mode == "freeze":
@@ -268,10 +211,10 @@ async def run_level(emulator: EmulatorProcess, sessions: int, turns: int, worklo
     diagnostics = Diagnostics()
     diagnostics.start()
     started, cpu_started = time.monotonic(), time.process_time()
-    emulator_started, machine_started = emulator.cpu_s(), _busy_cpu_s()
+    emulator_started, machine_started = _cpu_s(emulator), _busy_cpu_s()
     try:
         await asyncio.gather(*(
-            _session(launched, endpoint, sessions, i, turns,
+            _session(launched, sessions, i, turns,
                      rng.uniform(0, workload.turn_s) if sessions > 1 else 0.0, workload,
                      random.Random(seed * 7919 + i), records)
             for i in range(sessions)
@@ -279,10 +222,24 @@ async def run_level(emulator: EmulatorProcess, sessions: int, turns: int, worklo
     finally:
         wall_s, cpu_s = time.monotonic() - started, time.process_time() - cpu_started
         diagnostics.stop()
-        emulator_s, machine_s = emulator.cpu_s() - emulator_started, _busy_cpu_s() - machine_started
-        await launched.close()
+        emulator_s, machine_s = _cpu_s(emulator) - emulator_started, _busy_cpu_s() - machine_started
+        try:
+            stamps = (await emulator.send_stamps()).model_dump()
+        finally:
+            await launched.close()
     return LevelResult(sessions, records, wall_s, cpu_s, emulator_s, machine_s, diagnostics.gc_pauses_ms,
-                       diagnostics.loop_lag_ms)
+                       diagnostics.loop_lag_ms), stamps
+
+
+def _cpu_s(emulator: Any) -> float:
+    """CPU seconds the emulator's process used so far (Linux /proc; NaN for one on this event loop)."""
+    if emulator.pid is None:
+        return math.nan
+    try:
+        fields = Path(f"/proc/{emulator.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _run(coro: Any) -> Any:
@@ -439,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     print(
         "EMULATED timing benchmark (the engine with the websocket adapter -> evaluator WebSocket emulator, "
-        "in a separate process)\n"
+        "in its own process, started as a run starts it)\n"
         f"first audio {workload.first_audio_ms:g} ms after the text turn (sigma 0); per turn "
         f"{workload.answer_audio_ms} ms answer audio in "
         f"{workload.chunk_ms} ms chunks at pacing {workload.pacing:g}, "
@@ -448,15 +405,12 @@ def main(argv: list[str] | None = None) -> int:
         f"load average before: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}",
         flush=True,
     )
-    results: list[LevelResult] = []
-    with EmulatorProcess("websocket", emulator_options, ANSWER) as emulator:
-        for sessions in levels:
-            turns = max(args.min_turns, math.ceil(args.samples / sessions))
-            result = _run(run_level(emulator, sessions, turns, workload, args.seed, args.gc))
-            results.append(result)
-            print(f"  N={sessions}: {len(result.records)} turns in {result.wall_s:.1f} s", flush=True)
-        stamps = emulator.stamps()
-    rows = [summarize(result, stamps) for result in results]
+    rows = []
+    for sessions in levels:
+        turns = max(args.min_turns, math.ceil(args.samples / sessions))
+        result, stamps = _run(run_level(emulator_options, sessions, turns, workload, args.seed, args.gc))
+        rows.append(summarize(result, stamps))
+        print(f"  N={sessions}: {len(result.records)} turns in {result.wall_s:.1f} s", flush=True)
     print()
     print(render_table(rows, workload, args.target_ms))
     for row in rows:

@@ -192,14 +192,16 @@ def load_judge_config(path: Path, provider: str | None = None) -> JudgeSpec:
 @contextlib.asynccontextmanager
 async def offline_judge(config: NaturalnessConfig | None = None) -> AsyncIterator[JudgeSpec]:
     """The offline heuristic judge behind a started loopback openai-chat emulator (stopped on exit)."""
-    from bench.engine.launch import start_named_emulator
+    from bench.engine.launch import answerer_recipe, start_named_emulator
 
-    emulator = await start_named_emulator("openai_chat", answerer=HeuristicNaturalnessJudge(), options={
+    # in its own process: the judge's answerer is rebuilt there from its importable class
+    emulator = await start_named_emulator("openai_chat", answerer=answerer_recipe(
+        "bench.review.judge:HeuristicNaturalnessJudge"), options={
         "latency": {"first_token_median_ms": 0, "first_token_sigma": 0, "token_interval_ms": 0,
                     "first_audio_extra_ms": 0}})
     try:
         yield JudgeSpec(name=HEURISTIC_NAME, kind="heuristic", description=HEURISTIC_DESCRIPTION,
-                        provider=ChatProvider(base_url=emulator.base_url, model=HEURISTIC_NAME),
+                        provider=ChatProvider(base_url=f"{emulator.url}/v1", model=HEURISTIC_NAME),
                         config=config or NaturalnessConfig(), timeout_s=60.0)
     finally:
         await emulator.close()

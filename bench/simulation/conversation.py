@@ -182,7 +182,7 @@ class TrialDriver:
         self.launched = launched
         self.plan = plan
 
-    def spec_for(self, attempt: int, log: VoiceEventLog) -> SessionSpec:
+    async def spec_for(self, attempt: int, log: VoiceEventLog) -> SessionSpec:
         plan = self.plan
         knowledge = list(plan.scenario.knowledge)
         if "context" in plan.session_delivery:
@@ -190,7 +190,7 @@ class TrialDriver:
                                              attempt=attempt))
         metadata = {"traceparent": log.traceparent(), "evaluator_conversation_id": plan.session_conversation_id,
                     "scenario_id": plan.scenario.id, "trial": str(plan.trial)}
-        return self.launched.session_spec(
+        return await self.launched.session_spec(
             run_id=plan.run_id, conversation_id=plan.session_conversation_id, attempt=attempt,
             language=plan.scenario.language, input_mode="audio" if plan.input_mode == "audio" else "text",
             context=knowledge, instructions=plan.scenario.instructions, idle_timeout_s=plan.idle_timeout_s,
@@ -200,7 +200,7 @@ class TrialDriver:
         plan = self.plan
         origin, origin_utc = now(), datetime.now(UTC)
         log = VoiceEventLog(session_id=plan.session_conversation_id, origin=origin, origin_utc=origin_utc)
-        spec = self.spec_for(attempt, log)
+        spec = await self.spec_for(attempt, log)
         limit = plan.scenario.eval_spec.limits.max_time_seconds
         deadline = origin + limit if limit else None
         caller = plan.caller_factory()
@@ -215,11 +215,11 @@ class TrialDriver:
         try:
             session = await asyncio.wait_for(self.launched.adapter.open_session(spec), plan.turn_timeout_s)
         except TimeoutError:
-            self.launched.release(spec)
+            await self.launched.release(spec)
             raise AdapterError(f"the session did not open within {plan.turn_timeout_s:g} s",
                                code=ErrorCode.CONNECT) from None
         except BaseException:
-            self.launched.release(spec)
+            await self.launched.release(spec)
             raise
         tap = EventTap(session.events()).start()
         paced = plan.pace_audio or session.capabilities.server_vad
@@ -286,7 +286,7 @@ class TrialDriver:
                 await self._linger(tap, wait)
         finally:
             await hang_up(session, tap)  # session-scoped events it still sends land in tap.stamped
-            self.launched.release(spec)
+            await self.launched.release(spec)
             closer = getattr(caller, "aclose", None)
             if callable(closer):  # a realtime persona's own model session
                 with contextlib.suppress(Exception):
@@ -355,9 +355,11 @@ class TrialDriver:
         return TurnResult(index=0, turn_id="turn-000", line=None, exchange=exchange, folded=fold(exchange),
                           started_utc=started_utc, shift=recorder.shift if recorder else 0.0)
 
-    def _tell_endpoint(self, session: Any, spec: SessionSpec, text: str) -> None:
+    async def _tell_endpoint(self, session: Any, spec: SessionSpec, text: str) -> None:
         """Emulators have no recognizer: queue what the caller says (and a local stack's oracle, if it has one)."""
-        self.launched.expect_utterance(spec, text)
+        emulator, token = self.launched.emulator, self.launched.token_of(spec)
+        if emulator is not None and token is not None:
+            await emulator.expect_utterance(token, text)
         hook = getattr(session, "expect_utterance", None)
         if callable(hook):
             hook(text)
@@ -394,7 +396,7 @@ class TrialDriver:
         if mix.layers or mix.transients:
             log.add(now(), source="mixer", direction="internal", event_type="environment.mixed", speaker="user",
                     turn_id=turn_id, attributes=mix.as_dict())
-        self._tell_endpoint(session, spec, line.text)
+        await self._tell_endpoint(session, spec, line.text)
         if paced:
             exchange = await audio_exchange(session, tap, mixed, recorder,
                                             line_open=session.capabilities.server_vad, line=mixer.line_after(mix))
@@ -474,7 +476,7 @@ class TrialDriver:
                 assert recorder is not None
                 clean_a, mixed_a, mix_a = await self._speech(line, mixer, index)
                 clean_b, mixed_b, mix_b = await self._speech(barge, mixer, index + 1, strip_lead_in=True)
-                self._tell_endpoint(session, spec, line.text)
+                await self._tell_endpoint(session, spec, line.text)
                 pump_a = AudioPump(session, recorder, line=mixer.line_after(mix_a))
                 first.started = now()
                 pumps.append(asyncio.ensure_future(pump_a.run(mixed_a, line_open=session.capabilities.server_vad)))
@@ -510,7 +512,7 @@ class TrialDriver:
                 if pump_a is not None and not pumps[0].done():
                     pump_a.stop.set()
                     await pumps[0]
-                self._tell_endpoint(session, spec, barge.text)
+                await self._tell_endpoint(session, spec, barge.text)
                 pump_b = AudioPump(session, recorder, line=mixer.line_after(mix_b))
                 second.started = now()
                 pumps.append(asyncio.ensure_future(pump_b.run(mixed_b, line_open=session.capabilities.server_vad)))

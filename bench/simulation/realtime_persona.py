@@ -163,14 +163,18 @@ class RealtimePersona:
         return None
 
     # -- connection -------------------------------------------------------------------------------------------
-    def _make_brain(self) -> Any:
+    def _brain(self) -> Any:
+        """The persona brain: the object given (it runs with the emulator on this event loop), else a recipe the
+        emulator's own process builds it from (``realtime_persona.brain`` + its options + the scenario)."""
         if self.brain is not None:
             return self.brain
-        from bench.simulation.imports import instantiate, load_custom
+        from bench.engine.launch import answerer_recipe
+        from bench.simulation.imports import load_custom
 
-        target = load_custom(self.settings.brain or DEFAULT_BRAIN, self.search_dirs, "realtime_persona.brain")
+        target = self.settings.brain or DEFAULT_BRAIN
+        load_custom(target, self.search_dirs, "realtime_persona.brain")  # a wrong path is exit 2 here
         context = {"script": self.script, "persona": self.persona, "scenario": self.scenario, "data": self.data}
-        return instantiate(target, {**self.settings.brain_options, **context}, "realtime_persona.brain")
+        return answerer_recipe(target, {**self.settings.brain_options, **context}, self.search_dirs)
 
     async def _endpoint(self) -> tuple[str, str | None, bool]:
         """(api key, endpoint URL, emulated) of the persona's model."""
@@ -185,12 +189,13 @@ class RealtimePersona:
 
         system = SystemConfig(id="realtime-persona", adapter="openai_realtime", mode="emulated",
                               options={"emulator": dict(self.settings.emulator)})
-        self._emulator = await start_emulator(system, answerer=self._make_brain())
-        conversation = self._emulator.control.register(
-            run_id="persona", system_id="realtime-persona", conversation_id=self.conversation_id, attempt=0,
-            language=self.scenario.language)
-        self._token = conversation.token
-        endpoint = self._emulator.endpoint(conversation.token)
+        from bench.engine.launch import register_conversation
+
+        self._emulator = await start_emulator(system, answerer=self._brain())
+        self._token = await register_conversation(self._emulator, run_id="persona", system_id="realtime-persona",
+                                                  conversation_id=self.conversation_id, attempt=0,
+                                                  language=self.scenario.language)
+        endpoint = self._emulator.endpoint(self._token)
         return endpoint.credentials["api_key"], endpoint.url, True
 
     async def _open(self) -> None:
@@ -245,7 +250,7 @@ class RealtimePersona:
         heard, self._heard = self._heard, None
         if heard is not None and len(heard) >= MIN_COMMIT_BYTES:
             if self._emulator is not None and self._token is not None:
-                self._emulator.control.expect_utterance(self._token, agent_said)  # the emulator's "recognizer"
+                await self._emulator.expect_utterance(self._token, agent_said)  # the emulator's "recognizer"
             await self._session(self._caller.send_audio(heard))
             await self._session(self._caller.commit())
         elif agent_said.strip():  # the agent answered in text only: the model reads it

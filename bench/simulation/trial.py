@@ -38,7 +38,7 @@ from typing import Any
 from bench.config import SystemConfig
 from bench.engine.conversation import event_rows
 from bench.engine.executors.base import Launcher
-from bench.engine.launch import LaunchedSystem, launch
+from bench.engine.launch import LaunchedSystem, answerer_recipe, launch
 from bench.engine.registry import REGISTRY, create_adapter
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact, redact_value, register_secret
@@ -48,7 +48,7 @@ from bench.simulation import costs
 from bench.simulation.config import EndpointSpec, RunFile
 from bench.simulation.conversation import AttemptResult, PersonaFailure, TrialDriver, TrialPlan
 from bench.simulation.evidence import voice_metrics
-from bench.simulation.imports import instantiate, load_custom, search_path
+from bench.simulation.imports import load_custom, search_path
 from bench.simulation.llm import ChatClient
 from bench.simulation.personas import GoalPersona, ScriptedPersona, SynthesizedPersona
 from bench.simulation.speech import create_provider, voice_for
@@ -594,8 +594,8 @@ class SimulationLauncher(Launcher):
         spec = self.specs[system.id]
         answerer = None
         with search_path(self.search_dirs):
-            if spec.answerer:
-                target = load_custom(spec.answerer, self.search_dirs, f"endpoint {system.id!r}: answerer")
-                answerer = instantiate(target, dict(spec.answerer_options), f"endpoint {system.id!r}: answerer")
+            if spec.answerer:  # checked here (exit 2 naming it), built in the emulator's own process
+                load_custom(spec.answerer, self.search_dirs, f"endpoint {system.id!r}: answerer")
+                answerer = answerer_recipe(spec.answerer, dict(spec.answerer_options), self.search_dirs)
             launched = await launch(system, adapter, answerer=answerer)
         return SimulationSystem(launched, self.init_data.get(system.id, {}), self.search_dirs)

@@ -72,9 +72,9 @@ async def launched_system(emulator: dict[str, Any] | None = None, answerer: Fake
     return launched
 
 
-def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any) -> SessionSpec:
+async def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any) -> SessionSpec:
     fields.setdefault("context", list(PASSAGES))
-    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
+    return await launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
 
 
 def connections(launched: LaunchedSystem, spec: SessionSpec) -> int:
@@ -192,7 +192,7 @@ async def test_official_sdk_client_drives_the_emulator_in_the_recorded_order():
 
     launched = await launched_system()
     try:
-        spec = spec_for(launched, "sdk-contract")
+        spec = await spec_for(launched, "sdk-contract")
         endpoint = spec.endpoint
         environment = DeepgramClientEnvironment(base="http://127.0.0.1:9", production="ws://127.0.0.1:9",
                                                 agent=endpoint.url, agent_rest="http://127.0.0.1:9")
@@ -243,7 +243,7 @@ async def test_three_turns_on_one_socket_and_turn_three_remembers_turn_one():
     answerer = FakeAnswerer()
     launched = await launched_system(answerer=answerer)
     try:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         events = session.events()
         replies = []
@@ -285,7 +285,7 @@ async def test_history_seeds_the_agent_context():
     try:
         history = [HistoryMessage(role="user", text="My name is Bob."),
                    HistoryMessage(role="assistant", text="Nice to meet you, Bob.")]
-        session = await launched.adapter.open_session(spec_for(launched, history=history))
+        session = await launched.adapter.open_session(await spec_for(launched, history=history))
         await session.send_text("What is my name?")
         reply = await read_response(session.events())
         await session.aclose()
@@ -298,7 +298,7 @@ async def test_update_context_replaces_the_passages_for_the_next_reply():
     answerer = FakeAnswerer()
     launched = await launched_system(answerer=answerer)
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = session.events()
         await session.send_text(QUESTION)
         first = await read_response(events)
@@ -317,10 +317,10 @@ async def test_update_context_replaces_the_passages_for_the_next_reply():
 async def test_audio_in_is_ended_by_server_vad_and_audio_comes_back():
     launched = await launched_system(emulator={"vad": {"endpointing_silence_ms": 200, "response_delay_ms": 50}})
     try:
-        spec = spec_for(launched, input_mode="audio")
+        spec = await spec_for(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
         assert session.capabilities.server_vad and session.capabilities.audio_input
-        launched.expect_utterance(spec, QUESTION)
+        await launched.emulator.expect_utterance(launched.token_of(spec), QUESTION)
         events = session.events()
         reader = asyncio.ensure_future(read_response(events))
         await push_paced(session, silence(100) + speech_tone(600))
@@ -348,7 +348,7 @@ async def test_interrupt_then_the_callers_turn_stops_the_reply_and_its_audio_is_
     the new user message is what stops it). The audio still in flight is emitted under the cut response."""
     launched = await launched_system(emulator={"latency": REALTIME, "vad": {"barge_in_reaction_ms": 300}})
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = session.events()
         await session.send_text("Please tell me a long story about the hospital and its gardens.")
         first: list = []
@@ -405,7 +405,7 @@ async def test_caller_speech_over_the_agent_is_a_vendor_barge_in():
     launched = await launched_system(emulator={"latency": REALTIME,
                                                "vad": {"endpointing_silence_ms": 200, "response_delay_ms": 50}})
     try:
-        spec = spec_for(launched, input_mode="audio")
+        spec = await spec_for(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
         events = session.events()
         await session.send_text("Please tell me a long story about the hospital and its gardens.")
@@ -416,7 +416,7 @@ async def test_caller_speech_over_the_agent_is_a_vendor_barge_in():
             async for event in events:
                 collected.append(event)
                 if event.type == "audio_delta" and line is None:
-                    launched.expect_utterance(spec, "My name is Dave.")
+                    await launched.emulator.expect_utterance(launched.token_of(spec), "My name is Dave.")
 
                     async def talk_over() -> None:
                         await push_paced(session, speech_tone(500))
@@ -445,7 +445,7 @@ async def test_caller_speech_over_the_agent_is_a_vendor_barge_in():
 async def test_audio_output_off_ends_each_response_on_the_agent_text():
     launched = await launched_system(audio_output=False)
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         assert not session.capabilities.audio_output
         events = session.events()
         replies = []
@@ -468,7 +468,7 @@ async def test_each_injected_fault_gives_its_error_code(kind):
     faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 0.25, "stall_s": 60}
     launched = await launched_system(emulator={"faults": faults})
     try:
-        spec = spec_for(launched, f"fault-{kind}", idle_timeout_s=1.0)
+        spec = await spec_for(launched, f"fault-{kind}", idle_timeout_s=1.0)
         if kind == "rate_limit":  # the first reply's rate limit refuses the upgrade, with Retry-After
             with pytest.raises(AdapterError) as caught:
                 await launched.adapter.open_session(spec)
@@ -499,7 +499,7 @@ async def test_a_rate_limit_on_a_later_reply_is_an_error_on_the_open_socket():
     seed = _seed_with_clean_first_reply_then("rate_limit")
     launched = await launched_system(emulator={"faults": {"rate": 0.5, "kinds": ["rate_limit"], "seed": seed}})
     try:
-        session = await launched.adapter.open_session(spec_for(launched, "later"))
+        session = await launched.adapter.open_session(await spec_for(launched, "later"))
         events = session.events()
         await session.send_text(QUESTION)
         assert (await read_response(events))[-1].type == "response_done"
@@ -516,11 +516,11 @@ async def test_first_attempt_only_faults_let_the_retry_succeed():
     launched = await launched_system(emulator={"faults": {"rate": 1.0, "kinds": ["disconnect"],
                                                           "first_attempt_only": True}})
     try:
-        first = await launched.adapter.open_session(spec_for(launched, "retry-me"))
+        first = await launched.adapter.open_session(await spec_for(launched, "retry-me"))
         await first.send_text(QUESTION)
         assert (await read_response(first.events()))[-1].code == ErrorCode.DISCONNECTED
         await first.aclose()
-        retry = launched.session_spec(run_id="t", conversation_id="retry-me", attempt=1, language="en",
+        retry = await launched.session_spec(run_id="t", conversation_id="retry-me", attempt=1, language="en",
                                       context=PASSAGES)
         second = await launched.adapter.open_session(retry)
         await second.send_text(QUESTION)
@@ -532,7 +532,7 @@ async def test_first_attempt_only_faults_let_the_retry_succeed():
 
 async def test_a_closed_endpoint_is_a_connect_error():
     launched = await launched_system()
-    spec = spec_for(launched, "gone")
+    spec = await spec_for(launched, "gone")
     await launched.close()
     with pytest.raises(AdapterError) as caught:
         await launched.adapter.open_session(spec)

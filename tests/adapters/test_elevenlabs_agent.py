@@ -96,9 +96,9 @@ async def launched_system(answerer: FakeAnswerer | None = None, emulator: dict[s
     return launched
 
 
-def conversation_spec(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any):
+async def conversation_spec(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any):
     fields.setdefault("context", CONTEXT)
-    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
+    return await launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
 
 
 def emulator_log(launched: LaunchedSystem) -> list[dict[str, Any]]:
@@ -201,7 +201,7 @@ async def sdk_conversation(launched: LaunchedSystem, *, text_only: bool, **callb
 
     from adapters.elevenlabs_agent.initiation import agent_prompt
 
-    endpoint = conversation_spec(launched).endpoint
+    endpoint = (await conversation_spec(launched)).endpoint
     client = ElevenLabs(api_key=endpoint.credentials["api_key"], base_url=endpoint.url)  # the SDK's own choice
     tools = ClientTools(loop=asyncio.get_running_loop())
     calls: list[dict[str, Any]] = []
@@ -301,7 +301,7 @@ async def test_sdk_sees_interruption_and_correction() -> None:
 async def test_session_sees_the_recorded_sequence(mode: str) -> None:
     launched = await launched_system(text_only=mode == "text_only")
     try:
-        session = await launched.adapter.open_session(conversation_spec(launched))
+        session = await launched.adapter.open_session(await conversation_spec(launched))
         reader = Reader(session)
         done = await say(session, reader, "When are the visiting hours?")
         events = await reader.close()
@@ -336,7 +336,7 @@ async def test_three_turns_on_one_connection_and_turns_end_without_the_complete_
     answerer = FakeAnswerer()
     launched = await launched_system(answerer)  # the emulated agent does not send agent_response_complete
     try:
-        session = await launched.adapter.open_session(conversation_spec(launched))
+        session = await launched.adapter.open_session(await conversation_spec(launched))
         reader = Reader(session)
         first = await say(session, reader, "Hello, my name is Alice.")
         await say(session, reader, "What are the visiting hours?")
@@ -360,7 +360,7 @@ async def test_the_complete_event_ends_a_response_when_the_agent_sends_it() -> N
     launched = await launched_system(emulator={"emit_response_complete": True}, response_complete_event=True,
                                      response_quiet_s=30)
     try:
-        session = await launched.adapter.open_session(conversation_spec(launched))
+        session = await launched.adapter.open_session(await conversation_spec(launched))
         reader = Reader(session)
         done = await say(session, reader, "What are the visiting hours?")
         await reader.close()
@@ -374,11 +374,11 @@ async def test_audio_in_is_resampled_and_the_server_vad_ends_the_turn() -> None:
     answerer = FakeAnswerer()
     launched = await launched_system(answerer)
     try:
-        spec = conversation_spec(launched, input_mode="audio")
+        spec = await conversation_spec(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
         assert session.capabilities.server_vad and session.input_rate == 16000
         reader = Reader(session)
-        launched.expect_utterance(spec, "What are the visiting hours?")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "What are the visiting hours?")
         pump = asyncio.ensure_future(push_speech(session))
         done = await reader.until(lambda e: isinstance(e, ResponseDone))
         pump.cancel()
@@ -404,7 +404,7 @@ async def test_interrupt_then_the_callers_turn_cuts_the_response_and_its_audio_i
     no cancel). The audio the agent still sends is emitted under the cut response, never dropped."""
     launched = await launched_system(emulator={"latency": REALTIME, "vad": {"barge_in_reaction_ms": 300}})
     try:
-        session = await launched.adapter.open_session(conversation_spec(launched))
+        session = await launched.adapter.open_session(await conversation_spec(launched))
         reader = Reader(session)
         await session.send_text("Please tell me a long story about the visiting hours, parking and the shop.")
         first = await reader.until(lambda e: isinstance(e, AudioDelta))
@@ -427,11 +427,12 @@ async def test_interrupt_then_the_callers_turn_cuts_the_response_and_its_audio_i
 async def test_caller_barge_in_is_reported_as_the_vendors_interruption() -> None:
     launched = await launched_system(emulator={"latency": REALTIME, "vad": {"barge_in_reaction_ms": 50}})
     try:
-        spec = conversation_spec(launched, input_mode="audio")
+        spec = await conversation_spec(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
-        launched.expect_utterance(spec, "Please tell me a long story about the visiting hours and the parking.")
-        launched.expect_utterance(spec, "Hello, my name is Alice.")
+        await launched.emulator.expect_utterance(
+            launched.token_of(spec), "Please tell me a long story about the visiting hours and the parking.")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "Hello, my name is Alice.")
         pump = asyncio.ensure_future(push_speech(session, silence_frames=20))
         first = await reader.until(lambda e: isinstance(e, AudioDelta))
         await pump
@@ -452,7 +453,7 @@ async def test_update_context_reaches_the_agent_between_turns() -> None:
     answerer = FakeAnswerer()
     launched = await launched_system(answerer)
     try:
-        session = await launched.adapter.open_session(conversation_spec(launched))
+        session = await launched.adapter.open_session(await conversation_spec(launched))
         reader = Reader(session)
         before = await say(session, reader, "Where do I park?")
         await session.update_context(ContextUpdate(passages=["Parking is free for visitors."]))
@@ -471,7 +472,7 @@ async def test_history_seeds_the_conversation() -> None:
     history = [HistoryMessage(role="user", text="Hello, my name is Bob."),
                HistoryMessage(role="assistant", text="Nice to meet you, Bob.")]
     try:
-        session = await launched.adapter.open_session(conversation_spec(launched, history=history))
+        session = await launched.adapter.open_session(await conversation_spec(launched, history=history))
         reader = Reader(session)
         done = await say(session, reader, "What is my name?")
         await reader.close()
@@ -485,7 +486,7 @@ async def test_without_intent_routing_no_tool_is_called() -> None:
 
     launched = await launched_system(FakeAnswerer(profile=BrainProfile(route_intents=False)))
     try:
-        session = await launched.adapter.open_session(conversation_spec(launched))
+        session = await launched.adapter.open_session(await conversation_spec(launched))
         reader = Reader(session)
         done = await say(session, reader, "What are the visiting hours?")
         events = await reader.close()
@@ -600,7 +601,7 @@ async def test_each_injected_fault_gives_its_error_code(kind: str) -> None:
     faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 0.25, "stall_s": 60}
     launched = await launched_system(emulator={"faults": faults})
     try:
-        session = await launched.adapter.open_session(conversation_spec(launched, idle_timeout_s=1.5))
+        session = await launched.adapter.open_session(await conversation_spec(launched, idle_timeout_s=1.5))
         reader = Reader(session)
         await session.send_text("What are the visiting hours?")
         error = await reader.until(lambda e: isinstance(e, ErrorEvent))
@@ -617,7 +618,7 @@ async def test_a_non_pcm_agent_is_refused_at_open() -> None:
     launched = await launched_system(emulator={"output_format": "ulaw_8000"})
     try:
         with pytest.raises(AdapterError) as failure:
-            await launched.adapter.open_session(conversation_spec(launched))
+            await launched.adapter.open_session(await conversation_spec(launched))
     finally:
         await launched.close()
     assert failure.value.code == ErrorCode.UNSUPPORTED and "ulaw_8000" in str(failure.value)
@@ -627,7 +628,7 @@ async def test_an_override_the_agent_does_not_allow_is_refused_for_good() -> Non
     launched = await launched_system(emulator={"allowed_overrides": ["first_message", "language"]})
     try:
         with pytest.raises(AdapterError) as failure:
-            await launched.adapter.open_session(conversation_spec(launched))
+            await launched.adapter.open_session(await conversation_spec(launched))
     finally:
         await launched.close()
     assert failure.value.code == ErrorCode.BAD_REQUEST and not failure.value.retryable

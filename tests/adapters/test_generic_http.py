@@ -59,9 +59,9 @@ async def emulated(emulator: dict[str, Any] | None = None, **options: Any) -> As
         await launched.close()
 
 
-def spec_for(launched: LaunchedSystem, conversation_id: str = "h1", **fields: Any) -> SessionSpec:
+async def spec_for(launched: LaunchedSystem, conversation_id: str = "h1", **fields: Any) -> SessionSpec:
     fields.setdefault("context", PASSAGES)
-    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
+    return await launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
 
 
 def connections(launched: LaunchedSystem, spec: SessionSpec) -> int:
@@ -112,7 +112,7 @@ def test_capabilities_are_declared_honestly() -> None:
 
 async def test_three_turns_carry_the_history_over_one_connection() -> None:
     async with emulated() as launched:
-        spec = spec_for(launched, history=[HistoryMessage(role="user", text="Hi"),
+        spec = await spec_for(launched, history=[HistoryMessage(role="user", text="Hi"),
                                            HistoryMessage(role="assistant", text="Hello")])
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
@@ -140,7 +140,7 @@ async def test_streamed_answer_as_server_sent_events() -> None:
     body = {"text": "{text}", "session_id": "{session_id}", "history": "{history}", "stream": "{stream}",
             "audio": True}
     async with emulated(stream=True, body=body, audio_path="audio_b64") as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         first = await exchange(session, reader, "Hello, my name is Alice.")
         second = await exchange(session, reader, "Sorry, what is my name?")
@@ -154,7 +154,7 @@ async def test_streamed_answer_as_server_sent_events() -> None:
 async def test_json_answer_with_audio() -> None:
     body = {"text": "{text}", "session_id": "{session_id}", "audio": True}
     async with emulated(body=body, audio_path="audio_b64") as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         events = await exchange(session, reader, "What are the visiting hours?")
         await session.aclose()
@@ -164,7 +164,7 @@ async def test_json_answer_with_audio() -> None:
 
 async def test_update_context_changes_the_next_request() -> None:
     async with emulated() as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         await exchange(session, reader, "What are the visiting hours?")
         await session.update_context(ContextUpdate(passages=["Parking costs two euros."], instructions="Be brief."))
@@ -177,7 +177,7 @@ async def test_update_context_changes_the_next_request() -> None:
 
 async def test_interrupt_stops_a_streamed_answer() -> None:
     async with emulated({"latency": PACED}, stream=True) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         await session.send_text("Please tell me a long story.")
         while not isinstance(await reader.next(), TextDelta):
@@ -198,7 +198,7 @@ async def test_interrupt_stops_a_streamed_answer() -> None:
 async def test_each_injected_fault_gives_its_error_code(kind: str, stream: bool) -> None:
     faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 2, "stall_s": 60}
     async with emulated({"faults": faults}, stream=stream) as launched:
-        session = await launched.adapter.open_session(spec_for(launched, idle_timeout_s=0.5))
+        session = await launched.adapter.open_session(await spec_for(launched, idle_timeout_s=0.5))
         reader = Reader(session)
         with pytest.raises(AdapterError) as caught:
             await exchange(session, reader, "What are the visiting hours?")
@@ -309,7 +309,7 @@ async def test_canary_credential_never_appears(monkeypatch: pytest.MonkeyPatch) 
 
 async def test_user_turn_sent_comes_before_the_answer_is_written() -> None:
     async with emulated({"latency": {**FAST, "first_token_median_ms": 300}}) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         stamps: dict[str, float] = {}
         await session.send_text("What are the visiting hours?")

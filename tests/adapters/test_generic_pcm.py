@@ -60,8 +60,8 @@ async def emulated(emulator: dict[str, Any] | None = None, **options: Any) -> As
         await launched.close()
 
 
-def spec_for(launched: LaunchedSystem, conversation_id: str = "p1", **fields: Any) -> SessionSpec:
-    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en",
+async def spec_for(launched: LaunchedSystem, conversation_id: str = "p1", **fields: Any) -> SessionSpec:
+    return await launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en",
                                  context=["Visiting hours are from two to eight."], **fields)
 
 
@@ -138,10 +138,10 @@ def test_capabilities_follow_the_end_of_turn_options() -> None:
 async def test_the_endpoint_vad_ends_the_turn_while_the_line_stays_open() -> None:
     """Speech then continuous silence, read concurrently: the answer comes while the pump is still sending."""
     async with emulated(declare_intent_tool=True) as launched:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
-        launched.expect_utterance(spec, "What are the visiting hours?")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "What are the visiting hours?")
         line = Line(session)
         line.say(600)
         events = await reader.response()
@@ -166,13 +166,13 @@ async def test_the_endpoint_vad_ends_the_turn_while_the_line_stays_open() -> Non
 
 async def test_three_audio_turns_on_one_socket_remember_the_first() -> None:
     async with emulated() as launched:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
         line = Line(session)
         answers = []
         for text in ("Hello, my name is Alice.", "What are the visiting hours?", "Sorry, what is my name?"):
-            launched.expect_utterance(spec, text)
+            await launched.emulator.expect_utterance(launched.token_of(spec), text)
             line.say(400)
             answers.append(answer(await reader.response()))
         count = connections(launched, spec)
@@ -184,7 +184,7 @@ async def test_three_audio_turns_on_one_socket_remember_the_first() -> None:
 
 async def test_text_turns_share_the_socket_with_audio() -> None:
     async with emulated() as launched:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
         await session.send_text("Hello, my name is Alice.")
@@ -202,14 +202,14 @@ async def test_text_turns_share_the_socket_with_audio() -> None:
 
 async def test_caller_barge_in_stops_the_agent() -> None:
     async with emulated({"latency": PACED, "max_audio_ms": None}) as launched:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
         line = Line(session)
         await session.send_text("Please tell me a long story.")
         while not (isinstance(event := await reader.next(), AudioDelta) and event.response_id):
             pass
-        launched.expect_utterance(spec, "Hello, my name is Alice.")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "Hello, my name is Alice.")
         line.say(400)  # the caller talks over the agent
         cut = await reader.response()
         after = await reader.response()
@@ -224,7 +224,7 @@ async def test_caller_barge_in_stops_the_agent() -> None:
 
 async def test_interrupt_reports_the_cut_and_sends_cancel() -> None:
     async with emulated({"latency": PACED, "max_audio_ms": None}) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         await session.send_text("Please tell me a long story.")
         while not (isinstance(event := await reader.next(), AudioDelta) and event.response_id):
@@ -244,10 +244,10 @@ async def test_interrupt_reports_the_cut_and_sends_cancel() -> None:
 
 async def test_sample_rates_are_converted_both_ways() -> None:
     async with emulated(input_sample_rate=16000, output_sample_rate=16000) as launched:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
-        launched.expect_utterance(spec, "What are the visiting hours?")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "What are the visiting hours?")
         line = Line(session)
         line.say(500)
         events = await reader.response()
@@ -263,7 +263,7 @@ async def test_sample_rates_are_converted_both_ways() -> None:
 
 async def test_end_of_response_by_quiet_gap() -> None:
     async with emulated({"end_marker": False}, idle_end_ms=300) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         await session.send_text("What are the visiting hours?")
         events = await reader.response()
@@ -274,7 +274,7 @@ async def test_end_of_response_by_quiet_gap() -> None:
 
 async def test_end_of_response_by_output_silence() -> None:
     async with emulated({"end_marker": False, "trailing_silence_ms": 400}, silence_end_ms=200) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         await session.send_text("What are the visiting hours?")
         events = await reader.response()
@@ -285,7 +285,7 @@ async def test_end_of_response_by_output_silence() -> None:
 
 async def test_without_end_detection_a_missing_end_is_a_stall() -> None:
     async with emulated({"end_marker": False}) as launched:
-        session = await launched.adapter.open_session(spec_for(launched, idle_timeout_s=0.5))
+        session = await launched.adapter.open_session(await spec_for(launched, idle_timeout_s=0.5))
         reader = Reader(session)
         await session.send_text("What are the visiting hours?")
         with pytest.raises(AdapterError) as caught:
@@ -301,7 +301,7 @@ def test_message_types_must_name_known_messages() -> None:
 
 async def test_custom_message_type_names_are_applied() -> None:
     async with emulated(message_types={"end": "error"}) as launched:  # the emulator's "end" now reads as an error
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         await session.send_text("What are the visiting hours?")
         with pytest.raises(AdapterError):
@@ -313,10 +313,10 @@ async def test_custom_message_type_names_are_applied() -> None:
 async def test_each_injected_fault_gives_its_error_code(kind: str) -> None:
     faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 2, "stall_s": 60}
     async with emulated({"faults": faults}) as launched:
-        spec = spec_for(launched, idle_timeout_s=0.5)
+        spec = await spec_for(launched, idle_timeout_s=0.5)
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
-        launched.expect_utterance(spec, "What are the visiting hours?")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "What are the visiting hours?")
         line = Line(session)
         line.say(400)
         with pytest.raises(AdapterError) as caught:

@@ -67,9 +67,9 @@ async def emulated(emulator: dict[str, Any] | None = None, **options: Any) -> As
         await launched.close()
 
 
-def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any) -> SessionSpec:
+async def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any) -> SessionSpec:
     fields.setdefault("context", PASSAGES)
-    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
+    return await launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
 
 
 def connections(launched: LaunchedSystem, spec: SessionSpec) -> int:
@@ -120,10 +120,10 @@ async def test_audio_turn_follows_the_seed_protocol_and_injects_the_session_once
     """evaluator.init, binary frames, input_audio_buffer.commit, response.create — as recorded in seed 000."""
     async with emulated(init_extra={"context": {"topic": "daily planning"}}) as launched:
         history = [HistoryMessage(role="user", text="Hi"), HistoryMessage(role="assistant", text="Hello")]
-        spec = spec_for(launched, "planning-session-001", instructions="Be brief.", history=history)
+        spec = await spec_for(launched, "planning-session-001", instructions="Be brief.", history=history)
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
-        launched.expect_utterance(spec, "What are the visiting hours?")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "What are the visiting hours?")
         tone = tone_pcm16(500)
         for frame in (tone[: len(tone) // 2], tone[len(tone) // 2 :]):
             await session.push_audio(frame)
@@ -151,7 +151,7 @@ async def test_audio_turn_follows_the_seed_protocol_and_injects_the_session_once
 
 async def test_three_text_turns_on_one_socket_remember_the_first() -> None:
     async with emulated() as launched:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
         turns = []
@@ -177,7 +177,7 @@ async def test_three_text_turns_on_one_socket_remember_the_first() -> None:
 
 async def test_history_seeds_the_agent() -> None:
     async with emulated() as launched:
-        spec = spec_for(launched, history=[HistoryMessage(role="user", text="my name is Bob"),
+        spec = await spec_for(launched, history=[HistoryMessage(role="user", text="my name is Bob"),
                                            HistoryMessage(role="assistant", text="Nice to meet you, Bob.")])
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
@@ -190,7 +190,7 @@ async def test_history_seeds_the_agent() -> None:
 @pytest.mark.parametrize("declared", [True, False])
 async def test_intent_tool_is_called_only_when_declared(declared: bool) -> None:
     async with emulated(declare_intent_tool=declared) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         await session.send_text("What are the visiting hours?")
         events = await reader.response()
@@ -207,7 +207,7 @@ async def test_intent_tool_is_called_only_when_declared(declared: bool) -> None:
 
 async def test_beta_event_names_are_understood() -> None:
     async with emulated({"event_names": "beta"}) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         reader = Reader(session)
         await session.send_text("What are the visiting hours?")
         events = await reader.response()
@@ -219,7 +219,7 @@ async def test_beta_event_names_are_understood() -> None:
 
 async def test_interrupt_cancels_the_response_and_the_socket_goes_on() -> None:
     async with emulated({"latency": PACED, "max_audio_ms": None}) as launched:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         reader = Reader(session)
         await session.send_text("Please tell me a long story.")
@@ -243,7 +243,7 @@ async def test_interrupt_cancels_the_response_and_the_socket_goes_on() -> None:
 async def test_each_injected_fault_gives_its_error_code(kind: str) -> None:
     faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 2, "stall_s": 60}
     async with emulated({"faults": faults}) as launched:
-        session = await launched.adapter.open_session(spec_for(launched, idle_timeout_s=0.5))
+        session = await launched.adapter.open_session(await spec_for(launched, idle_timeout_s=0.5))
         reader = Reader(session)
         await session.send_text("What are the visiting hours?")
         with pytest.raises(AdapterError) as caught:
@@ -256,7 +256,7 @@ async def test_each_injected_fault_gives_its_error_code(kind: str) -> None:
 
 async def test_update_context_is_unsupported() -> None:
     async with emulated() as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         with pytest.raises(AdapterError) as caught:
             await session.update_context(ContextUpdate(passages=["x"]))
         await session.aclose()

@@ -99,8 +99,8 @@ async def launched_baseline(answerer: FakeAnswerer | None = None, options: dict 
     return launched
 
 
-def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", attempt: int = 0, **fields) -> SessionSpec:
-    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=attempt, language="en",
+async def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", attempt: int = 0, **fields) -> SessionSpec:
+    return await launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=attempt, language="en",
                                  **fields)
 
 
@@ -142,7 +142,7 @@ async def baseline(answerer):
 async def test_official_openai_client_sees_the_recorded_sequence(baseline):
     expected = recording()["wire"]
     emulator = baseline.emulator
-    endpoint = spec_for(baseline, "contract").endpoint
+    endpoint = (await spec_for(baseline, "contract")).endpoint
     oai = openai.AsyncOpenAI(base_url=f"{endpoint.url}/v1", api_key=endpoint.credentials["api_key"], max_retries=0)
     parameters = {"type": "object", "properties": {"query": {"type": "string"}}}
     tools = [{"type": "function", "function": {"name": "lookup_knowledge_base", "parameters": parameters}}]
@@ -168,7 +168,7 @@ async def test_official_openai_client_sees_the_recorded_sequence(baseline):
 
 async def test_agent_session_drives_the_emulator_with_the_recorded_sequence(baseline):
     expected = recording()
-    session = await baseline.adapter.open_session(spec_for(baseline))
+    session = await baseline.adapter.open_session(await spec_for(baseline))
     try:
         events = await exchange(session, session.events(), QUESTION)
     finally:
@@ -185,7 +185,7 @@ async def test_agent_session_drives_the_emulator_with_the_recorded_sequence(base
 
 
 async def test_three_turns_run_on_one_agent_session_and_turn_three_sees_turn_one(baseline, answerer):
-    spec = spec_for(baseline)
+    spec = await spec_for(baseline)
     session = await baseline.adapter.open_session(spec)
     conversation = baseline.emulator.control.get(baseline._tokens[("c1", 0)])
     events = session.events()
@@ -216,7 +216,7 @@ async def test_three_turns_run_on_one_agent_session_and_turn_three_sees_turn_one
 async def test_spec_history_seeds_the_agent(baseline):
     history = [HistoryMessage(role="user", text="My name is Bob."),
                HistoryMessage(role="assistant", text="Hello Bob.")]
-    session = await baseline.adapter.open_session(spec_for(baseline, history=history))
+    session = await baseline.adapter.open_session(await spec_for(baseline, history=history))
     try:
         events = await exchange(session, session.events(), "What is my name?")
     finally:
@@ -225,7 +225,7 @@ async def test_spec_history_seeds_the_agent(baseline):
 
 
 async def test_context_goes_into_the_instructions_and_update_context_replaces_it(baseline, answerer):
-    session = await baseline.adapter.open_session(spec_for(baseline, context=["PASSAGE-A: the shop opens at 9."]))
+    session = await baseline.adapter.open_session(await spec_for(baseline, context=["PASSAGE-A: the shop opens at 9."]))
     events = session.events()
     try:
         first = await exchange(session, events, QUESTION)
@@ -244,7 +244,7 @@ async def test_concurrent_conversations_are_isolated(baseline):
     questions = [QUESTION, "Where can I park my car?", "What is the phone number of cardiology?"]
 
     async def converse(index: int, question: str) -> list:
-        session = await baseline.adapter.open_session(spec_for(baseline, f"c{index}"))
+        session = await baseline.adapter.open_session(await spec_for(baseline, f"c{index}"))
         try:
             return await exchange(session, session.events(), question)
         finally:
@@ -264,7 +264,7 @@ async def test_each_injected_fault_ends_the_session_with_its_error_code(kind):
     launched = await launched_baseline(faults={"rate": 1.0, "kinds": [kind], "stall_s": 60})
     try:
         # only the stall needs a short idle limit; the other kinds keep the generous default (loaded machines)
-        spec = spec_for(launched, idle_timeout_s=2.0 if kind == "stall" else 30.0)
+        spec = await spec_for(launched, idle_timeout_s=2.0 if kind == "stall" else 30.0)
         session = await launched.adapter.open_session(spec)
         try:
             events = await exchange(session, session.events(), QUESTION)
@@ -286,7 +286,7 @@ async def test_first_attempt_only_fault_lets_the_next_attempt_answer():
     try:
         outcomes = []
         for attempt in (0, 1):
-            session = await launched.adapter.open_session(spec_for(launched, attempt=attempt))
+            session = await launched.adapter.open_session(await spec_for(launched, attempt=attempt))
             try:
                 outcomes.append(await exchange(session, session.events(), QUESTION))
             finally:
@@ -427,7 +427,7 @@ def test_the_audio_path_without_the_vad_plugin(monkeypatch):
 async def test_a_text_only_session_refuses_audio_and_interruption():
     launched = await launched_baseline(answerer=FakeAnswerer(), options={"audio": False})
     try:
-        session = await launched.adapter.open_session(spec_for(launched, input_mode="audio"))
+        session = await launched.adapter.open_session(await spec_for(launched, input_mode="audio"))
         try:
             assert not session.capabilities.audio_input and not session.capabilities.interruption
             for call in (session.push_audio(silence(20)), session.end_input(), session.interrupt()):
@@ -446,7 +446,7 @@ async def test_a_text_turn_can_be_interrupted():
     if not baseline.adapter.capabilities.interruption:
         await baseline.close()
         pytest.skip("livekit-plugins-silero is not installed: the baseline is text-only")
-    session = await baseline.adapter.open_session(spec_for(baseline))
+    session = await baseline.adapter.open_session(await spec_for(baseline))
     events = []
     try:
         assert session.capabilities.interruption and not session.capabilities.audio_output
@@ -485,19 +485,23 @@ def speech(tmp_path_factory) -> SpeechSynthesizer:
 class AudioConversation:
     """One audio conversation through the engine: the adapter's session, an event tap, and exchanges."""
 
-    def __init__(self, launched: LaunchedSystem, speech: SpeechSynthesizer, conversation_id: str = "a1"):
+    def __init__(self, launched: LaunchedSystem, speech: SpeechSynthesizer, conversation_id: str = "a1",
+                 idle_timeout_s: float = 10.0):
         self.launched = launched
         self.speech = speech
-        self.spec = spec_for(launched, conversation_id, input_mode="audio", idle_timeout_s=10.0)
+        self.conversation_id = conversation_id
+        self.idle_timeout_s = idle_timeout_s
         self.stamped: list = []
 
     async def __aenter__(self) -> AudioConversation:
+        self.spec = await spec_for(self.launched, self.conversation_id, input_mode="audio",
+                                   idle_timeout_s=self.idle_timeout_s)
         self.session = await self.launched.adapter.open_session(self.spec)
         self.tap = EventTap(self.session.events()).start()
         return self
 
     async def say(self, text: str) -> Exchange:
-        self.launched.expect_utterance(self.spec, text)
+        await self.launched.emulator.expect_utterance(self.launched.token_of(self.spec), text)
         recorder = DuplexRecorder(origin=now())
         async with asyncio.timeout(TIMEOUT_S):
             return await audio_exchange(self.session, self.tap, self.speech.pcm(text, "en"), recorder,
@@ -506,7 +510,7 @@ class AudioConversation:
     async def __aexit__(self, *exc: object) -> None:
         await hang_up(self.session, self.tap)
         self.stamped = list(self.tap.stamped)
-        self.launched.release(self.spec)
+        await self.launched.release(self.spec)
 
 
 class CallerLine:
@@ -606,11 +610,11 @@ async def test_the_caller_barging_in_interrupts_the_agent(speech, baseline, answ
     async with AudioConversation(baseline, speech) as conversation:
         session, tap, seen = conversation.session, conversation.tap, []
         with CallerLine(session) as line:
-            baseline.expect_utterance(conversation.spec, STORY)
+            await baseline.emulator.expect_utterance(baseline.token_of(conversation.spec), STORY)
             line.say(speech.pcm(STORY, "en"))
             await read_until(tap, lambda e: isinstance(e, AudioDelta), seen)
             await asyncio.sleep(0.5)  # the agent is half a second into its (20-sentence) story
-            baseline.expect_utterance(conversation.spec, "Stop. What is my name?")
+            await baseline.emulator.expect_utterance(baseline.token_of(conversation.spec), "Stop. What is my name?")
             line.say(speech.pcm("Stop. What is my name?", "en"))
             await read_until(tap, lambda e: isinstance(e, ResponseDone), seen)
             first = len(seen)
@@ -633,7 +637,7 @@ async def test_interrupt_stops_the_agent_speech(speech, baseline):
     async with AudioConversation(baseline, speech) as conversation:
         session, tap, seen = conversation.session, conversation.tap, []
         with CallerLine(session) as line:
-            baseline.expect_utterance(conversation.spec, STORY)
+            await baseline.emulator.expect_utterance(baseline.token_of(conversation.spec), STORY)
             line.say(speech.pcm(STORY, "en"))
             await read_until(tap, lambda e: isinstance(e, AudioDelta), seen)
             await asyncio.sleep(0.3)
@@ -650,7 +654,7 @@ async def test_audio_true_answers_text_turns_with_speech():
     pytest.importorskip("livekit.plugins.silero", reason="the audio path needs livekit-plugins-silero")
     launched = await launched_baseline(answerer=FakeAnswerer(), options={"audio": True})
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         tap = EventTap(session.events()).start()
         try:
             assert session.capabilities.audio_output
@@ -680,8 +684,7 @@ async def test_audio_faults_end_the_exchange_with_their_error_code(speech, kind,
                                        fault_stages=[stage])
     emulator = launched.emulator
     try:
-        conversation = AudioConversation(launched, speech)
-        conversation.spec = spec_for(launched, "a1", input_mode="audio", idle_timeout_s=2.0)
+        conversation = AudioConversation(launched, speech, idle_timeout_s=2.0)
         with pytest.raises(AdapterError) as caught:
             async with conversation:
                 await conversation.say(QUESTION)

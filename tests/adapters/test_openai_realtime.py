@@ -160,9 +160,9 @@ async def start(emulator: dict[str, Any] | None = None, answerer: FakeAnswerer |
     return launched
 
 
-def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any) -> SessionSpec:
+async def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", **fields: Any) -> SessionSpec:
     fields.setdefault("context", [PASSAGE])
-    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=fields.pop("attempt", 0),
+    return await launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=fields.pop("attempt", 0),
                                  language=fields.pop("language", "en"), **fields)
 
 
@@ -230,7 +230,7 @@ async def test_official_sdk_drives_the_emulator_under_the_conversation_prefix(be
 
     launched = await start()
     try:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         client = AsyncOpenAI(api_key="test-key", websocket_base_url=f"{spec.endpoint.url}/v1")
         realtime = client.beta.realtime if beta else client.realtime
         seen: list[str] = []
@@ -285,7 +285,7 @@ async def test_official_sdk_on_the_bare_base_url_is_an_adhoc_conversation() -> N
 async def test_session_sees_the_recorded_sequence(beta: bool) -> None:
     launched = await start(beta=beta)
     try:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         events = await exchange(session, "Hello")
         await session.aclose()
@@ -309,7 +309,7 @@ async def test_session_sees_the_recorded_sequence(beta: bool) -> None:
 async def test_speech_and_tool_call_in_one_response_ask_for_no_second_response() -> None:
     launched = await start(emulator={"tool_call": "with_answer"})
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = await exchange(session, "Hello")
         await session.aclose()
         check_response(events[1:])
@@ -330,7 +330,7 @@ async def test_three_turns_on_one_connection_remember_turn_one() -> None:
     answerer = FakeAnswerer()
     launched = await start(answerer=answerer)
     try:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         first = await exchange(session, "Hello, my name is Ada.")
         second = await exchange(session, "When can I visit?")
@@ -360,7 +360,7 @@ async def test_history_seeds_the_conversation() -> None:
     try:
         history = [HistoryMessage(role="user", text="my name is Grace"),
                    HistoryMessage(role="assistant", text="Nice to meet you, Grace.")]
-        session = await launched.adapter.open_session(spec_for(launched, history=history))
+        session = await launched.adapter.open_session(await spec_for(launched, history=history))
         events = await exchange(session, "what is my name?")
         await session.aclose()
         assert check_response(events[1:], tool=False).final_text == "Your name is Grace."
@@ -374,7 +374,7 @@ async def test_update_context_changes_the_instructions_mid_session() -> None:
     launched = await start(intent_tool=False, output_modalities=["text"])
     try:
         assert not launched.adapter.capabilities.audio_output
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         first = await exchange(session, "When can I visit?")
         await session.update_context(ContextUpdate(passages=["Parking is free on Sundays."]))
         second = await exchange(session, "Where can I park?")
@@ -392,7 +392,7 @@ async def test_update_context_changes_the_instructions_mid_session() -> None:
 # ------------------------------------------------------------ audio
 async def run_audio_exchange(launched: LaunchedSystem, session: Any, spec: SessionSpec, utterance: str,
                              tap: EventTap) -> Any:
-    launched.expect_utterance(spec, utterance)
+    await launched.emulator.expect_utterance(launched.token_of(spec), utterance)
     recorder = DuplexRecorder(origin=now())
     async with asyncio.timeout(TIMEOUT_S):
         return await audio_exchange(session, tap, speech(), recorder, line_open=session.capabilities.server_vad)
@@ -402,7 +402,7 @@ async def test_audio_in_with_server_vad_and_audio_out() -> None:
     launched = await start(input_transcription_model="gpt-4o-mini-transcribe")
     try:
         assert launched.adapter.capabilities.server_vad
-        spec = spec_for(launched, input_mode="audio")
+        spec = await spec_for(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
         tap = EventTap(session.events()).start()
         first = await run_audio_exchange(launched, session, spec, "my name is Ada", tap)
@@ -438,7 +438,7 @@ async def test_audio_without_server_vad_commits_on_end_input() -> None:
     launched = await start(turn_detection="none", intent_tool=False)
     try:
         assert not launched.adapter.capabilities.server_vad
-        spec = spec_for(launched, input_mode="audio")
+        spec = await spec_for(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
         tap = EventTap(session.events()).start()
         result = await run_audio_exchange(launched, session, spec, "hello there", tap)
@@ -460,7 +460,7 @@ async def test_audio_without_server_vad_commits_on_end_input() -> None:
 async def test_interrupt_cancels_and_truncates_at_the_audio_received() -> None:
     launched = await start(emulator={"latency": REALTIME})
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         await session.send_text("Please tell me a long story.")
         events: list[Any] = []
         async with asyncio.timeout(TIMEOUT_S):
@@ -490,10 +490,10 @@ async def test_interrupt_cancels_and_truncates_at_the_audio_received() -> None:
 async def test_caller_barging_in_under_server_vad_interrupts_the_agent() -> None:
     launched = await start(emulator={"latency": REALTIME}, intent_tool=False)
     try:
-        spec = spec_for(launched, input_mode="audio")
+        spec = await spec_for(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
-        launched.expect_utterance(spec, "Please tell me a long story.")
-        launched.expect_utterance(spec, "my name is Ada")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "Please tell me a long story.")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "my name is Ada")
         barged = asyncio.Event()
 
         async def caller() -> None:  # speaks, waits for the agent to start, speaks again over it
@@ -668,7 +668,7 @@ async def test_each_fault_gives_its_error_code(kind: str) -> None:
     faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 0.25, "stall_s": 60}
     launched = await start(emulator={"faults": faults})
     try:
-        session = await launched.adapter.open_session(spec_for(launched, idle_timeout_s=1.5))
+        session = await launched.adapter.open_session(await spec_for(launched, idle_timeout_s=1.5))
         with pytest.raises(AdapterError) as failure:
             await exchange(session, "When can I visit?")
         await session.aclose()
@@ -684,12 +684,12 @@ async def test_faults_are_keyed_per_attempt_so_a_retry_recovers() -> None:
     faults = {"rate": 1.0, "kinds": ["disconnect"], "first_attempt_only": True}
     launched = await start(emulator={"faults": faults})
     try:
-        session = await launched.adapter.open_session(spec_for(launched, attempt=0))
+        session = await launched.adapter.open_session(await spec_for(launched, attempt=0))
         with pytest.raises(AdapterError) as failure:
             await exchange(session, "When can I visit?")
         await session.aclose()
         assert failure.value.code == ErrorCode.DISCONNECTED and failure.value.retryable
-        retry = await launched.adapter.open_session(spec_for(launched, attempt=1))
+        retry = await launched.adapter.open_session(await spec_for(launched, attempt=1))
         check_response((await exchange(retry, "When can I visit?"))[1:])
         await retry.aclose()
     finally:
@@ -760,7 +760,7 @@ async def test_a_canary_credential_never_appears_in_emulated_events(monkeypatch:
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     launched = await start()
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = await exchange(session, "Hello")
         await session.aclose()
         for event in events:

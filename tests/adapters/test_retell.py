@@ -96,9 +96,9 @@ async def emulated(orchestrator: str | None = SCRIPTED, *, emulator: dict | None
         await launched.close()
 
 
-def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", **fields) -> SessionSpec:
+async def spec_for(launched: LaunchedSystem, conversation_id: str = "c1", **fields) -> SessionSpec:
     fields.setdefault("context", [PASSAGE])
-    return launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
+    return await launched.session_spec(run_id="t", conversation_id=conversation_id, attempt=0, language="en", **fields)
 
 
 def conversation(launched: LaunchedSystem, spec: SessionSpec):
@@ -228,7 +228,7 @@ async def test_official_sdk_drives_the_emulator_and_its_json_validates_strictly(
     from retell.types.chat_create_chat_completion_response import ChatCreateChatCompletionResponse
 
     async with emulated(None) as launched:
-        spec = spec_for(launched, "sdk")
+        spec = await spec_for(launched, "sdk")
         client = AsyncRetell(api_key="test-key", base_url=spec.endpoint.urls["rest"], max_retries=0)
         try:
             async with asyncio.timeout(TIMEOUT_S):
@@ -268,7 +268,7 @@ async def test_official_sdk_drives_the_emulator_and_its_json_validates_strictly(
 
 async def test_custom_llm_chat_matches_the_recording_and_reads_labels_from_our_server():
     async with emulated(SCRIPTED) as launched:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         events = await exchange(session, "What are the visiting hours?")
         closing = await drain(session)
@@ -290,7 +290,7 @@ async def test_custom_llm_chat_matches_the_recording_and_reads_labels_from_our_s
 async def test_three_turns_on_one_chat_and_turn_three_remembers_turn_one(orchestrator):
     answerer = FakeAnswerer()
     async with emulated(orchestrator, answerer=answerer) as launched:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         first = await exchange(session, "My name is Ada")
         second = await exchange(session, "What are the visiting hours?")
@@ -318,7 +318,7 @@ async def test_spec_history_seeds_the_conversation(orchestrator):
     history = [HistoryMessage(role="user", text="My name is Grace"),
                HistoryMessage(role="assistant", text="Nice to meet you, Grace.")]
     async with emulated(orchestrator) as launched:
-        session = await launched.adapter.open_session(spec_for(launched, history=history))
+        session = await launched.adapter.open_session(await spec_for(launched, history=history))
         events = await exchange(session, "What is my name?")
         await drain(session)
     assert text_of(events) == "Your name is Grace."
@@ -327,7 +327,7 @@ async def test_spec_history_seeds_the_conversation(orchestrator):
 async def test_update_context_overrides_the_knowledge_variable_mid_chat():
     answerer = FakeAnswerer()
     async with emulated(None, answerer=answerer) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         await exchange(session, "First question")
         await session.update_context(ContextUpdate(passages=["Parking costs two euros an hour."]))
         events = await exchange(session, "Second question")
@@ -339,7 +339,7 @@ async def test_update_context_overrides_the_knowledge_variable_mid_chat():
 
 async def test_update_context_is_unsupported_with_a_custom_llm():
     async with emulated(SCRIPTED) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         with pytest.raises(AdapterError) as caught:
             await session.update_context(ContextUpdate(passages=["x"]))
         await drain(session)
@@ -348,7 +348,7 @@ async def test_update_context_is_unsupported_with_a_custom_llm():
 
 async def test_an_orchestrator_failure_is_a_fatal_internal_error():
     async with emulated(SCRIPTED, orchestrator_options={"fail": True}) as launched:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = await exchange(session, "What are the visiting hours?")
         await drain(session)
     error = events[-1]
@@ -361,7 +361,7 @@ async def test_an_orchestrator_failure_is_a_fatal_internal_error():
 async def test_each_injected_fault_gives_its_error_code(kind, orchestrator):
     faults = {"rate": 1.0, "kinds": [kind], "retry_after_s": 0.25, "stall_s": 30}
     async with emulated(orchestrator, emulator={"faults": faults}) as launched:
-        session = await launched.adapter.open_session(spec_for(launched, f"fault-{kind}", idle_timeout_s=0.5))
+        session = await launched.adapter.open_session(await spec_for(launched, f"fault-{kind}", idle_timeout_s=0.5))
         events = await exchange(session, "What are the visiting hours?")
         await drain(session)
     error = events[-1]
@@ -375,7 +375,7 @@ async def test_each_injected_fault_gives_its_error_code(kind, orchestrator):
 async def test_audio_is_refused_offline_and_capabilities_say_so(monkeypatch):
     async with emulated(None) as launched:
         with pytest.raises(AdapterError) as caught:
-            await launched.adapter.open_session(spec_for(launched, input_mode="audio"))
+            await launched.adapter.open_session(await spec_for(launched, input_mode="audio"))
         assert not launched.adapter.capabilities.audio_input
     assert caught.value.code is ErrorCode.UNSUPPORTED and "LiveKit" in str(caught.value)
     monkeypatch.setenv("RETELL_API_KEY", "test-key")

@@ -109,9 +109,9 @@ async def launched_system(*, emulator: dict | None = None, stack: Any = None, ow
     return await launch(config, adapter, answerer=FakeAnswerer())
 
 
-def spec_for(launched: LaunchedSystem, conversation: str = "c1", **fields: Any) -> SessionSpec:
+async def spec_for(launched: LaunchedSystem, conversation: str = "c1", **fields: Any) -> SessionSpec:
     fields.setdefault("context", PASSAGES)
-    return launched.session_spec(run_id="t", conversation_id=conversation, attempt=0, language="en", **fields)
+    return await launched.session_spec(run_id="t", conversation_id=conversation, attempt=0, language="en", **fields)
 
 
 def connections(launched: LaunchedSystem, spec: SessionSpec) -> int:
@@ -501,7 +501,7 @@ async def test_three_turns_on_one_connection_remember_turn_one(channel):
     """Vapi's own model (the injected answerer) on one call / one chat chain: turn 3 is answered from turn 1."""
     launched = await launched_system(own_model=True, channel=channel)
     try:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         events = session.events()
         replies = []
@@ -538,7 +538,7 @@ async def test_our_stack_as_custom_llm_gets_the_history_over_one_call():
     orchestrator = MemoryOrchestrator()
     launched = await launched_system(stack=orchestrator)
     try:
-        spec = spec_for(launched)
+        spec = await spec_for(launched)
         session = await launched.adapter.open_session(spec)
         events = session.events()
         replies = []
@@ -558,7 +558,7 @@ async def test_our_stack_as_custom_llm_gets_the_history_over_one_call():
 async def test_reference_turn_matches_the_recording():
     launched = await launched_system()
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = session.events()
         await session.send_text(QUESTION)
         reply = await read_response(events)
@@ -582,7 +582,7 @@ async def test_history_seeds_the_conversation_and_context_updates_mid_session():
     try:
         history = [HistoryMessage(role="user", text="My name is Bob."),
                    HistoryMessage(role="assistant", text="Nice to meet you, Bob.")]
-        session = await launched.adapter.open_session(spec_for(launched, history=history))
+        session = await launched.adapter.open_session(await spec_for(launched, history=history))
         events = session.events()
         await session.send_text("What is my name?")
         first = await read_response(events)
@@ -601,9 +601,9 @@ async def test_audio_in_server_vad_ends_the_turn_and_audio_comes_out():
     launched = await launched_system(own_model=True, emulator={"vad": QUICK_VAD})
     stop = asyncio.Event()
     try:
-        spec = spec_for(launched, input_mode="audio")
+        spec = await spec_for(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
-        launched.expect_utterance(spec, "My name is Alan.")
+        await launched.emulator.expect_utterance(launched.token_of(spec), "My name is Alan.")
         events = session.events()
         caller = asyncio.create_task(speak_then_silence(session, 600, stop))
         reply = await read_response(events)
@@ -628,7 +628,7 @@ async def test_audio_in_server_vad_ends_the_turn_and_audio_comes_out():
 async def test_interrupt_stops_the_agent_and_the_next_turn_is_heard():
     launched = await launched_system(own_model=True, emulator={"latency": REAL_TIME})
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = session.events()
         await session.send_text("Please tell me everything about the visiting hours and the parking and more.")
         cut = []
@@ -656,9 +656,10 @@ async def test_caller_barge_in_is_vapis_interruption():
     launched = await launched_system(own_model=True, emulator={"latency": REAL_TIME, "vad": QUICK_VAD})
     stop = asyncio.Event()
     try:
-        spec = spec_for(launched, input_mode="audio")
+        spec = await spec_for(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
-        launched.expect_utterance(spec, "Please tell me everything about the visiting hours and parking and more.")
+        await launched.emulator.expect_utterance(
+            launched.token_of(spec), "Please tell me everything about the visiting hours and parking and more.")
         events = session.events()
         caller = asyncio.create_task(speak_then_silence(session, 500, stop))
         seen = []
@@ -693,7 +694,7 @@ async def test_each_injected_fault_is_its_expected_error_code(kind, channel):
     emulator = {"faults": {"rate": 1.0, "kinds": [kind], "stall_s": 60}}
     launched = await launched_system(emulator=emulator, channel=channel, own_model=True)
     try:
-        session = await launched.adapter.open_session(spec_for(launched, idle_timeout_s=1.5))
+        session = await launched.adapter.open_session(await spec_for(launched, idle_timeout_s=1.5))
         events = session.events()
         await session.send_text(QUESTION)
         reply = await read_response(events)
@@ -713,7 +714,7 @@ async def test_first_attempt_fault_then_the_retry_succeeds():
     try:
         outcomes = []
         for attempt in (0, 1):
-            spec = launched.session_spec(run_id="t", conversation_id="c1", attempt=attempt, language="en")
+            spec = await launched.session_spec(run_id="t", conversation_id="c1", attempt=attempt, language="en")
             session = await launched.adapter.open_session(spec)
             events = session.events()
             await session.send_text(QUESTION)
@@ -732,7 +733,7 @@ async def test_orchestrator_failure_ends_the_call_with_a_server_error():
 
     launched = await launched_system(stack=Failing())
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = session.events()
         await session.send_text(QUESTION)
         error = (await read_response(events))[-1]
@@ -745,7 +746,7 @@ async def test_orchestrator_failure_ends_the_call_with_a_server_error():
 
 async def test_a_closed_endpoint_is_a_connect_error():
     launched = await launched_system(own_model=True)
-    spec = spec_for(launched)
+    spec = await spec_for(launched)
     await emulator_of(launched).close()
     try:
         with pytest.raises(AdapterError) as caught:
@@ -827,7 +828,7 @@ async def test_the_custom_llm_secret_goes_to_vapi_in_the_model_headers(monkeypat
     monkeypatch.setenv("VAPI_BENCH_LLM_SECRET", secret)
     launched = await launched_system(stack=MemoryOrchestrator(), custom_llm_api_key_env="VAPI_BENCH_LLM_SECRET")
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = session.events()
         await session.send_text("My name is Edsger.")
         reply = await read_response(events)
@@ -894,7 +895,7 @@ async def test_capabilities_follow_the_channel():
     launched = await launched_system(channel="chat", own_model=True)
     try:
         with pytest.raises(AdapterError) as caught:
-            await launched.adapter.open_session(spec_for(launched, input_mode="audio"))
+            await launched.adapter.open_session(await spec_for(launched, input_mode="audio"))
         assert caught.value.code == ErrorCode.UNSUPPORTED
     finally:
         await launched.close()

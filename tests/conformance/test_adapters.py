@@ -110,14 +110,16 @@ class Conversation:
     def __init__(self, launched: LaunchedSystem, input_mode: str, idle_timeout_s: float = 10.0,
                  tools: list[ToolSpec] | None = None):
         self.launched = launched
-        self.spec = launched.session_spec(run_id="conformance", conversation_id=f"c-{now()}", attempt=0,
-                                          language="en", input_mode=input_mode,
-                                          context=["Visiting hours are from two to eight."],
-                                          idle_timeout_s=idle_timeout_s, tools=list(tools or []))
+        self.idle_timeout_s = idle_timeout_s
+        self.tools = list(tools or [])
         self.input_mode = input_mode
         self.events: list[Any] = []
 
     async def __aenter__(self) -> Conversation:
+        self.spec = await self.launched.session_spec(run_id="conformance", conversation_id=f"c-{now()}", attempt=0,
+                                                     language="en", input_mode=self.input_mode,
+                                                     context=["Visiting hours are from two to eight."],
+                                                     idle_timeout_s=self.idle_timeout_s, tools=self.tools)
         self.session = await self.launched.adapter.open_session(self.spec)
         self.tap = EventTap(self.session.events()).start()
         return self
@@ -131,7 +133,7 @@ class Conversation:
 
     async def say(self, text: str, observe: Observer | None = None) -> dict[str, Any]:
         if self.input_mode == "audio":
-            self.launched.expect_utterance(self.spec, text)
+            await self.launched.emulator.expect_utterance(self.launched.token_of(self.spec), text)
             recorder = DuplexRecorder(origin=now())
             exchange = await audio_exchange(self.session, self.tap, _speech(), recorder,
                                             line_open=self.session.capabilities.server_vad, observe=observe)
@@ -142,7 +144,7 @@ class Conversation:
     async def __aexit__(self, *exc: object) -> None:
         await hang_up(self.session, self.tap)
         self.events = [item.event for item in self.tap.stamped]
-        self.launched.release(self.spec)
+        await self.launched.release(self.spec)
 
 
 def _input_mode(launched: LaunchedSystem) -> str:
@@ -211,7 +213,8 @@ async def test_interruption_where_declared(case):
             return
         async with Conversation(launched, _input_mode(launched)) as conversation:
             if conversation.input_mode == "audio":
-                conversation.launched.expect_utterance(conversation.spec, "Please tell me a long story.")
+                await launched.emulator.expect_utterance(launched.token_of(conversation.spec),
+                                                         "Please tell me a long story.")
                 pump = asyncio.ensure_future(_push_speech(conversation))
             else:
                 await conversation.session.send_text("Please tell me a long story.")

@@ -3,6 +3,7 @@ started as a tool, with the core's own answerer) and ``bench.engine.brains`` (th
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import httpx
 import pytest
 
 from bench.engine import brains
-from bench.engine.launch import start_named_emulator
+from bench.engine.launch import answerer_recipe, start_named_emulator
 from bench.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,6 +60,20 @@ async def test_a_named_emulator_answers_with_the_injected_answerer():
     assert reply.status_code == 200, reply.text
     assert reply.json()["choices"][0]["message"]["content"] == "you said: hello"
     assert [r.utterance for r in echo.requests] == ["hello"]
+
+
+async def test_a_named_emulator_with_a_recipe_runs_in_its_own_process():
+    recipe = answerer_recipe("tests.engine.test_named_emulators:Echo")
+    emulator = await start_named_emulator("openai_chat", answerer=recipe, options={"latency": ZERO})
+    try:
+        assert emulator.pid is not None and emulator.pid != os.getpid()
+        async with httpx.AsyncClient(base_url=f"{emulator.url}/v1", timeout=30) as client:
+            reply = await client.post("chat/completions", headers={"Authorization": "Bearer any"}, json={
+                "model": "m", "messages": [{"role": "user", "content": "hello"}]})
+    finally:
+        await emulator.close()
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["choices"][0]["message"]["content"] == "you said: hello"
 
 
 @pytest.mark.parametrize(("name", "options", "message"), [

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 
+from bench.engine import launch as engine_launch
+from bench.simulation import trial as trial_module
 from bench.simulation.bundle import BUNDLE_FILES
 from bench.simulation.runner import RunOptions, SimulationRun
 from bench.simulation.suite import load_suite
@@ -19,7 +21,17 @@ def _collapse(labels: list[str]) -> list[str]:
     return [label for label, _ in itertools.groupby(labels)]
 
 
-def test_two_trials_over_the_fake_websocket_endpoint(planning, tmp_path):
+async def _launch_on_this_loop(system, adapter, *, answerer=None):
+    """A run starts the emulator in its own process; this test reads the emulator's wire log, which only an emulator
+    on this event loop keeps, so it builds the same answerer here."""
+    from adapters.emulators._kit.answerer import BrainProfile
+
+    recipe = answerer or engine_launch.answerer_recipe(engine_launch.DEFAULT_ANSWERER, {"profile": BrainProfile()})
+    return await engine_launch.launch(system, adapter, answerer=recipe.build())
+
+
+def test_two_trials_over_the_fake_websocket_endpoint(planning, tmp_path, monkeypatch):
+    monkeypatch.setattr(trial_module, "launch", _launch_on_this_loop)
     artifacts = tmp_path / "artifacts"
     simulation = SimulationRun(load_suite(planning), RunOptions(artifacts_dir=artifacts, trials=2, progress=False))
     result = asyncio.run(simulation.execute())

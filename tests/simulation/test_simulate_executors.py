@@ -33,12 +33,13 @@ RUN_FILES = {"evaluator.log", "run-report.json", "run-state.json", "simulation.s
 
 
 class KillSwitchAgent:
-    """The planning agent, except for two trials (built inside the process that runs the emulator).
+    """The planning agent, except for two trials (built inside the emulator's own process, a child of the worker
+    that runs the conversation).
 
-    ``victim`` (a ``.tNNN.`` marker of the session id): the first time its conversation asks anything, this
-    process's PID goes to ``<directory>/pid`` and the answer never comes (the test kills the process); asked again,
-    it is answered. ``doomed``: while ``<directory>/armed`` exists, its conversation kills this process at once,
-    every time."""
+    ``victim`` (a ``.tNNN.`` marker of the session id): the first time its conversation asks anything, the worker's
+    PID goes to ``<directory>/pid`` and the answer never comes (the test kills the worker, and its emulator with it);
+    asked again, it is answered. ``doomed``: while ``<directory>/armed`` exists, its conversation kills the worker at
+    once, every time."""
 
     def __init__(self, directory: str, victim: str, doomed: str, database: str | None = None):
         from planner_agent import PlanningAgent  # the example's module, on the run's search path
@@ -46,14 +47,15 @@ class KillSwitchAgent:
         self.inner = PlanningAgent(database)
         self.profile = self.inner.profile
         self.directory, self.victim, self.doomed = Path(directory), victim, doomed
+        self.worker = os.getppid()  # the emulator runs in a child process of the worker
 
     def answer(self, request: Any) -> Any:
         from bench.simulation.conversation import session_document
 
         conversation = str((session_document(request.context) or {}).get("conversation_id", ""))
         if self.victim in conversation:
-            scratch = self.directory / f"pid.{os.getpid()}"
-            scratch.write_text(str(os.getpid()), encoding="utf-8")
+            scratch = self.directory / f"pid.{self.worker}"
+            scratch.write_text(str(self.worker), encoding="utf-8")
             try:
                 os.link(scratch, self.directory / "pid")  # only the first ask wins
             except FileExistsError:
@@ -61,7 +63,7 @@ class KillSwitchAgent:
             else:
                 time.sleep(600)  # mid-conversation, until the test kills this worker
         if self.doomed in conversation and (self.directory / "armed").exists():
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(self.worker, signal.SIGKILL)
         return self.inner.answer(request)
 
 

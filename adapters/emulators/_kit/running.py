@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters.emulators._kit.channel import ConversationIdentity, StampTable
 from adapters.emulators._kit.control import ControlPlane
 from adapters.emulators._kit.faults import FaultPlan
 from bench.protocol import Endpoint
@@ -79,11 +80,16 @@ class SendStamps:
 
 
 class RunningEmulator:
-    """A started emulator: its base URLs, control plane, send stamps, and how to stop it.
+    """A started emulator on this process's event loop: its base URLs, control plane, send stamps, and how to stop
+    it. It is an ``EmulatorHandle`` (``_kit.process``) like an emulator in its own process; contract tests that read
+    its wire log use it directly.
 
     ``urls`` names every base URL the emulator serves (``"ws"``, ``"rest"``, …; the first is the main one).
     ``endpoint(token)`` is what the engine hands an adapter for one conversation.
     """
+
+    #: no child process: the emulator runs on the caller's event loop
+    pid: int | None = None
 
     def __init__(self, urls: dict[str, str], control: ControlPlane, stamps: SendStamps,
                  closer: Callable[[], Any], credentials: dict[str, str] | None = None):
@@ -102,6 +108,22 @@ class RunningEmulator:
     def endpoint(self, token: str) -> Endpoint:
         scoped = {name: f"{base.rstrip('/')}/c/{token}" for name, base in self.urls.items()}
         return Endpoint(url=next(iter(scoped.values())), urls=scoped, emulated=True, credentials=self.credentials)
+
+    async def register(self, identity: ConversationIdentity) -> str:
+        """Register one conversation; its token goes into the endpoint path the adapter connects to."""
+        return self.control.register(run_id=identity.run_id, system_id=identity.system_id,
+                                     conversation_id=identity.conversation_id, attempt=identity.attempt,
+                                     language=identity.language).token
+
+    async def release(self, token: str) -> None:
+        self.control.release(token)
+
+    async def expect_utterance(self, token: str, text: str) -> None:
+        self.control.expect_utterance(token, text)
+
+    async def send_stamps(self) -> StampTable:
+        return StampTable(first_text=dict(self.stamps.first_text), first_audio=dict(self.stamps.first_audio),
+                          scheduled_first_audio=dict(self.stamps.scheduled_first_audio))
 
     async def close(self) -> None:
         result = self._closer()
