@@ -33,7 +33,7 @@ from bench.engine.conversation import Exchange, audio_exchange, event_rows, fold
 from bench.engine.executors import Executor, LocalExecutor
 from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
-from bench.engine.registry import create_adapter
+from bench.engine.registry import create_adapter, native_knowledge_adapters
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode
 from bench.protocol.redact import redact
@@ -150,7 +150,7 @@ def build_adapters(config: RunConfig, input_mode: str = "text", required: list[s
                                f"a --input {input_mode} run")
             from bench.knowledge import check_strategy_supported
 
-            check_strategy_supported(config, system, adapter)
+            check_strategy_supported(config, system, native_knowledge_adapters())
         except ConfigError as exc:
             refused.append(str(exc))
         adapters[system.id] = adapter
