@@ -27,14 +27,13 @@ from typing import Any
 import numpy as np
 from pydantic import Field, ValidationError, field_validator
 
-from adapters._shared.ws import WebsocketTransport
+from adapters._kit.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
+from adapters._kit.options import parse_options
+from adapters._kit.ws import WebsocketTransport
 from adapters.generic import wire
 from adapters.generic.common import EndpointOptions, endpoint_error, malformed, render_template, template_values
 from adapters.generic.endpoint import EndpointSystem, ResponseState, WebSocketEndpointSession
 from adapters.generic.websocket import INTENT_TOOL
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
-from adapters.options import parse_options
-from bench.config import SystemConfig
 from bench.protocol import (
     AdapterError,
     Capabilities,
@@ -47,6 +46,7 @@ from bench.protocol import (
     UserSpeechStopped,
     UserTurnSent,
 )
+from bench.protocol.config import AdapterConfig
 
 
 class PcmWebSocketOptions(EndpointOptions):
@@ -233,7 +233,7 @@ class PcmWebSocketSystem(EndpointSystem):
             lambda session: session.start_message(), "the start message")
 
 
-def create(system: SystemConfig) -> PcmWebSocketSystem:
+def create(system: AdapterConfig) -> PcmWebSocketSystem:
     options = parse_options(system, PcmWebSocketOptions)
     capabilities = Capabilities(
         text_input=options.text_message is not None,

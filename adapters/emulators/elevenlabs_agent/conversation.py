@@ -47,6 +47,8 @@ from pydantic import BaseModel
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.prompts import passages_from_instructions as knowledge_passages
 from adapters.elevenlabs_agent import wire
 from adapters.emulators._kit.answerer import BrainAnswer, BrainRequest, HistoryTurn
 from adapters.emulators._kit.control import Conversation
@@ -55,8 +57,6 @@ from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechResult, plan_spee
 from adapters.emulators._kit.vad import ServerVad
 from adapters.emulators.elevenlabs_agent.context import history_turns
 from adapters.emulators.elevenlabs_agent.knowledge import knowledge_locators
-from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.prompts import passages_from_instructions as knowledge_passages
 from bench.audio.pcm import resample_pcm16
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 
 
 class ElevenLabsEmulatorOptions(BaseModel):
