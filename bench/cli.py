@@ -331,17 +331,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: emulator names of earlier versions → the adapter whose emulator it is
-_EMULATOR_ALIASES = {"openai-realtime": "openai_realtime", "deepgram-agent": "deepgram_agent",
-                     "elevenlabs-agent": "elevenlabs_agent", "openai-chat": "livekit_baseline",
-                     "evaluator-websocket": "websocket"}
-
-
 def cmd_emulate(args: argparse.Namespace) -> int:
     from bench.config import SystemConfig
     from bench.engine.launch import start_emulator
+    from bench.engine.registry import adapter_serving
 
-    adapter = _EMULATOR_ALIASES.get(args.vendor, args.vendor)
+    adapter = adapter_serving(args.vendor)
     try:
         options = json.loads(args.options) if args.options else {}
         if not isinstance(options, dict):

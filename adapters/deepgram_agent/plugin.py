@@ -5,5 +5,5 @@ from bench.protocol.plugin import AdapterPlugin
 DEEPGRAM_AGENT = AdapterPlugin(
     name="deepgram_agent", factory="adapters.deepgram_agent.adapter:create",
     sdk_module="deepgram", sdk_distribution="deepgram-sdk", min_sdk_version="5", extra="deepgram",
-    emulator="adapters.emulators.deepgram_agent:start",
+    emulator="deepgram_agent",
 )

@@ -6,14 +6,14 @@ from bench.protocol.plugin import AdapterPlugin
 
 WEBSOCKET = AdapterPlugin(
     name="websocket", factory="adapters.generic.websocket:create",
-    emulator="adapters.emulators.evaluator.evaluator_ws:start", resolves_references=True,
+    emulator="evaluator_websocket", resolves_references=True,
     session_init_document=True, local_latency_basis="network",
 )
 PCM_WEBSOCKET = AdapterPlugin(
     name="pcm_websocket", factory="adapters.generic.pcm_websocket:create",
-    emulator="adapters.emulators.evaluator.pcm_ws:start", resolves_references=True, local_latency_basis="network",
+    emulator="evaluator_pcm_websocket", resolves_references=True, local_latency_basis="network",
 )
 HTTP = AdapterPlugin(
     name="http", factory="adapters.generic.http:create",
-    emulator="adapters.emulators.evaluator.http:start", resolves_references=True, local_latency_basis="network",
+    emulator="evaluator_http", resolves_references=True, local_latency_basis="network",
 )

@@ -5,5 +5,5 @@ from bench.protocol.plugin import AdapterPlugin
 OPENAI_REALTIME = AdapterPlugin(
     name="openai_realtime", factory="adapters.openai_realtime.adapter:create",
     sdk_module="openai", sdk_distribution="openai", min_sdk_version="1.100", extra="openai",
-    emulator="adapters.emulators.openai_realtime:start",
+    emulator="openai_realtime",
 )

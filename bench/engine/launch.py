@@ -5,7 +5,7 @@ Emulator settings come from one place, ``options.emulator`` of the system (``lat
 ``host``, ``port``, ``brain`` and the emulator's own keys). Every mistake there is an exit-2 ``ConfigError``
 naming the system and the field, raised before the run starts.
 
-``start_named_emulator`` starts an emulator the core uses as a tool (``registry.EMULATORS``: the loopback chat model
+``start_named_emulator`` starts an emulator the core uses as a tool (``voice_bench.emulators``: the loopback chat model
 behind the offline naturalness judge) with the core's own answerer (``bench.engine.brains``).
 """
 
@@ -76,12 +76,12 @@ async def start_emulator(system: SystemConfig, *, answerer: Any | None = None) -
         raise ConfigError(f"{who}: options.emulator.brain: must be a mapping") from None
     if answerer is None:
         answerer = load_target(DEFAULT_ANSWERER, system=system)(profile)
-    start = load_target(spec.emulator, system=system, spec=spec)
+    start = emulator_start(spec.emulator, system=system, spec=spec)
     return await _start(who, start, settings, answerer, raw)
 
 
 async def start_named_emulator(name: str, *, answerer: Any, options: dict[str, Any] | None = None) -> Any:
-    """Start the emulator ``name`` of ``registry.EMULATORS`` — a tool the core uses (the offline naturalness judge's
+    """Start the emulator ``name`` of ``voice_bench.emulators`` — a tool the core uses (the offline naturalness judge's
     chat model), not a system's emulated mode — with the injected ``answerer`` (an object with a ``profile``
     (``bench.engine.brains.BrainProfile``) and ``answer(BrainRequest) -> BrainAnswer``). ``options`` are read like
     a system's ``options.emulator`` (kit settings, then the emulator's own keys; no ``brain``: the answerer is

@@ -9,8 +9,9 @@ them (plus adapters registered in this process with ``register``, e.g. a simulat
 path). Only the declaration is imported to list or look up an adapter; the factory's module — and with it the SDK —
 only when ``create_adapter`` builds one.
 
-Two more groups name vendor code the rest of ``bench`` uses as a tool, so that it never imports ``adapters``
-itself: ``voice_bench.emulators`` (emulators started without a system of that vendor, e.g. the loopback chat model
+Two more groups name vendor code the engine starts or the rest of ``bench`` uses as a tool, so that it never
+imports ``adapters`` itself: ``voice_bench.emulators`` (a system's emulated mode, named by its adapter's
+``AdapterPlugin.emulator``, and emulators started without a system of that vendor, e.g. the loopback chat model
 behind the offline naturalness judge; ``launch.start_named_emulator``) and ``voice_bench.callers`` (the caller side
 of a realtime speech API, for a realtime model that plays the caller; ``realtime_caller``).
 """
@@ -157,6 +158,20 @@ def latency_basis_of(adapter: str, mode: str) -> str:
     return plugin.local_latency_basis if plugin else "in-process"
 
 
+def adapter_serving(name: str) -> str:
+    """The adapter whose emulator ``voice-bench emulate NAME`` serves: an adapter's name, or the name of an emulator
+    an adapter declares (``-`` and ``_`` alike, as earlier versions spelled them); other names are returned as they
+    are (the engine then reports them as unknown)."""
+    spelled = name.replace("-", "_")
+    for candidate in (name, spelled):
+        if candidate in REGISTRY:
+            return candidate
+    for adapter, plugin in declared().items():
+        if plugin.emulator == spelled:
+            return adapter
+    return name
+
+
 def _unknown(what: str) -> str:
     known = ", ".join(REGISTRY)
     if not known:
@@ -216,10 +231,22 @@ def _by_name(group: str, kind: str, name: str) -> Any:
     return entry.load()
 
 
-def emulator_start(name: str) -> Any:
+def emulator_target(name: str) -> str:
+    """The ``module:start`` of the emulator ``name`` (group ``voice_bench.emulators``), for a process that imports
+    it itself."""
+    entry = _entry_points(EMULATOR_GROUP).get(name)
+    if entry is None:
+        _by_name(EMULATOR_GROUP, "emulator", name)  # raises the error naming the known ones
+    return str(entry.value) if entry else ""
+
+
+def emulator_start(name: str, *, system: SystemConfig | None = None, spec: AdapterPlugin | None = None) -> Any:
     """The ``start(settings, control=, answerer=, options=)`` of the emulator ``name`` (group
-    ``voice_bench.emulators``)."""
-    return _by_name(EMULATOR_GROUP, "emulator", name)
+    ``voice_bench.emulators``); given the system and its adapter's declaration, a missing SDK the emulator imports
+    is an exit-2 ``MissingExtra``."""
+    if system is None:
+        return _by_name(EMULATOR_GROUP, "emulator", name)
+    return load_target(emulator_target(name), system=system, spec=spec)
 
 
 def realtime_caller(name: str = DEFAULT_CALLER) -> Any:

@@ -7,8 +7,9 @@ declaration: the factory that builds the adapter (imported only when a system us
 (the import name, the distribution and the minimum version, and the install hint shown when it is missing or too
 old), the emulator started for emulated mode, and what the core needs to know about it without naming a vendor
 (its default mode, whether it uploads knowledge to its vendor, what its latency figures measure, ...).
-Emulators the core uses as tools and caller-side clients register in their own groups (``EMULATOR_GROUP``,
-``CALLER_GROUP``), each entry a ``module:attribute`` of the callable itself.
+Emulators (a system's emulated mode, or a tool the core uses) and caller-side clients register in their own groups
+(``EMULATOR_GROUP``, ``CALLER_GROUP``), each entry a ``module:attribute`` of the callable itself; an adapter names
+its emulator by that entry's name.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 #: the entry-point group adapters register in
 ADAPTER_GROUP = "voice_bench.adapters"
-#: emulators the core starts as a tool (not as a system's emulated mode): name → ``start(settings, ...)``
+#: emulators: name → ``start(settings, control=, answerer=, options=)`` (a system's emulated mode or a tool)
 EMULATOR_GROUP = "voice_bench.emulators"
 #: the caller side of a realtime speech API (a realtime model playing the caller): name → client class
 CALLER_GROUP = "voice_bench.callers"
@@ -46,8 +47,9 @@ class AdapterPlugin(BaseModel):
     extra: str | None = None
     #: the distribution whose extra that is (a third-party adapter package names its own)
     package: str = "voice-agent-bench"
-    #: ``module:start`` of the emulator the engine starts for emulated mode (None: no emulated mode)
-    emulator: str | None = Field(default=None, pattern=_TARGET)
+    #: the name (in ``EMULATOR_GROUP``) of the emulator the engine starts for emulated mode (None: no emulated mode);
+    #: a name, not a module, because an adapter never imports its emulator
+    emulator: str | None = None
     #: the adapter resolves ``${VAR}`` references in its options itself (the engine then leaves them)
     resolves_references: bool = False
     #: the mode a system gets when its config names none (simulation endpoints)
