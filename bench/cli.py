@@ -442,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.set_defaults(func=cmd_runs)
 
     emulate = sub.add_parser("emulate", help="serve a vendor emulator on 127.0.0.1 until interrupted")
-    emulate.add_argument("vendor", help="adapter name whose emulator to serve (e.g. openai_realtime)")
+    emulate.add_argument("vendor", help="adapter name whose emulator to serve (any adapter with an emulated mode)")
     emulate.add_argument("--port", type=_int_range("--port", 0, 65535), default=0)
     emulate.add_argument("--options", help='JSON of options.emulator: {"latency": {...}, "faults": {...}, ...}')
     emulate.set_defaults(func=cmd_emulate)

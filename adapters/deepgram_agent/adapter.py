@@ -87,6 +87,11 @@ def build_settings(spec: SessionSpec, options: DeepgramAgentOptions, prompt: str
 class DeepgramAgentAdapter:
     """``SystemUnderTest`` for ``deepgram_agent`` systems (see the module docstring)."""
 
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
     def __init__(self, system: AdapterConfig, options: DeepgramAgentOptions, api_key: str | None):
         self.system_id = system.id
         self.mode = system.mode

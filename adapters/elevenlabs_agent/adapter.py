@@ -70,6 +70,11 @@ class ElevenLabsAgentOptions(BaseModel):
 class ElevenLabsAgentAdapter:
     """A system backed by an ElevenLabs agent (or its emulator)."""
 
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
     #: can run ``context_strategy: vendor_native`` (declared in ``adapters.elevenlabs_agent.plugin``)
     native_knowledge = True
 

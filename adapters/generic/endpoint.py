@@ -47,6 +47,11 @@ from bench.protocol.config import AdapterConfig
 class EndpointSystem:
     """One configured generic endpoint; each conversation gets its own session (connection)."""
 
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
     def __init__(self, system: AdapterConfig, options: EndpointOptions, capabilities: Capabilities):
         self.system_id = system.id
         self.mode = system.mode

@@ -524,6 +524,11 @@ class InhouseAdapter:
     on its own loop and thread of this process (``OrchestratorLoop``); one built from the run config runs in its
     own process (``runner``, an ``OrchestratorProcess``)."""
 
+    # the SystemUnderTest attributes, typed as the protocol types them (a narrower ``Literal`` would not satisfy it)
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
     def __init__(self, system_id: str, orchestrator: Orchestrator | None = None, mode: Literal["local"] = "local", *,
                  capabilities: Capabilities = CAPABILITIES, speech_input: SpeechInput | None = None,
                  runner: OrchestratorProcess | None = None):

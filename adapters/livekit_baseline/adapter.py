@@ -140,6 +140,11 @@ class LiveKitBaselineAdapter:
     """Lowest-effort baseline: LiveKit Agents + generic RAG tool + the OpenAI plugins (LLM; STT and TTS with the
     silero VAD on the audio path)."""
 
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
     def __init__(self, system: AdapterConfig):
         require_live_or_emulated(system, "livekit_baseline")
         self.system_id = system.id

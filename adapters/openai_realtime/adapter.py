@@ -64,6 +64,11 @@ class OpenAIRealtimeOptions(BaseModel):
 class OpenAIRealtimeAdapter:
     """A system backed by OpenAI Realtime (or its emulator): ``open_session`` opens one socket."""
 
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
     def __init__(self, system: AdapterConfig, options: OpenAIRealtimeOptions):
         self.system_id = system.id
         self.mode = system.mode

@@ -110,6 +110,11 @@ def emulated_llm_prompt(spec: SessionSpec) -> str:
 class RetellAdapter:
     """``SystemUnderTest`` for ``retell`` systems (see the module docstring)."""
 
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
     def __init__(self, system: AdapterConfig, options: RetellOptions, api_key: str | None,
                  room_factory: Callable[[], CallRoom] = LiveKitCallRoom):
         self.system_id = system.id

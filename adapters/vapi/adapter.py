@@ -39,6 +39,11 @@ API_KEY_VAR = "VAPI_API_KEY"
 class VapiAdapter:
     """Vapi as a system under test (``SystemUnderTest``)."""
 
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
     def __init__(self, system: AdapterConfig, orchestrator: Orchestrator | None = None):
         require_live_or_emulated(system, "vapi")
         self.system = system
