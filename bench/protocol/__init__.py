@@ -1,11 +1,16 @@
 """The one boundary between the harness and every system under test: sessions, normalized events, errors.
 
+Besides sessions it holds what an adapter package needs and nothing else: ``config.AdapterConfig`` (its system as
+the engine hands it over), ``plugin.AdapterPlugin`` (its declaration behind an entry point), the configuration
+errors (``errors``), the orchestrator protocol, the knowledge base, the intents and languages, and ``framing``.
+
 This package imports nothing else from the repository, so adapters, emulators, the engine and the analysis
 code can all depend on it without depending on each other (DESIGN.md, "Layout to grow toward").
 """
 
 from bench.protocol.capabilities import Capabilities
-from bench.protocol.errors import AdapterError, ErrorCode
+from bench.protocol.config import AdapterConfig
+from bench.protocol.errors import AdapterError, ConfigError, ErrorCode
 from bench.protocol.events import (
     AgentSpeechStarted,
     AgentSpeechStopped,
@@ -25,6 +30,7 @@ from bench.protocol.events import (
     UserSpeechStopped,
     UserTurnSent,
 )
+from bench.protocol.plugin import AdapterPlugin
 from bench.protocol.session import (
     AUDIO_FORMAT,
     AudioFormat,
@@ -40,12 +46,15 @@ from bench.protocol.session import (
 
 __all__ = [
     "AUDIO_FORMAT",
+    "AdapterConfig",
     "AdapterError",
+    "AdapterPlugin",
     "AgentSpeechStarted",
     "AgentSpeechStopped",
     "AudioDelta",
     "AudioFormat",
     "Capabilities",
+    "ConfigError",
     "ContextUpdate",
     "Endpoint",
     "ErrorCode",
