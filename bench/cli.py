@@ -354,17 +354,12 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-#: emulator names of earlier versions → the adapter whose emulator it is
-_EMULATOR_ALIASES = {"openai-realtime": "openai_realtime", "deepgram-agent": "deepgram_agent",
-                     "elevenlabs-agent": "elevenlabs_agent", "openai-chat": "livekit_baseline",
-                     "evaluator-websocket": "websocket"}
-
-
 def cmd_emulate(args: argparse.Namespace) -> int:
     from bench.config import SystemConfig
     from bench.engine.launch import start_emulator
+    from bench.engine.registry import adapter_serving
 
-    adapter = _EMULATOR_ALIASES.get(args.vendor, args.vendor)
+    adapter = adapter_serving(args.vendor)
     try:
         options = json.loads(args.options) if args.options else {}
         if not isinstance(options, dict):
@@ -473,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.set_defaults(func=cmd_runs)
 
     emulate = sub.add_parser("emulate", help="serve a vendor emulator on 127.0.0.1 until interrupted")
-    emulate.add_argument("vendor", help="adapter name whose emulator to serve (e.g. openai_realtime)")
+    emulate.add_argument("vendor", help="adapter name whose emulator to serve (any adapter with an emulated mode)")
     emulate.add_argument("--port", type=_int_range("--port", 0, 65535), default=0)
     emulate.add_argument("--options", help='JSON of options.emulator: {"latency": {...}, "faults": {...}, ...}')
     emulate.set_defaults(func=cmd_emulate)

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bench.errors import Problem, ValidationFailed
+from bench.protocol.config import PLAIN_HEADERS
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_CONFIG = PROJECT_ROOT / "datasets" / "configs" / "default.yaml"
@@ -35,9 +36,6 @@ ContextStrategy = Literal["shared_retriever", "full_kb", "vendor_native"]
 DEFAULT_CONTEXT_WINDOW_TOKENS = 32_000
 
 _ENV_REFERENCE = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
-#: headers a config may set literally; any other header value must be an ``${ENV_VAR}`` reference
-PLAIN_HEADERS = frozenset({"accept", "accept-language", "content-type", "user-agent", "x-request-id",
-                           "openai-beta", "x-tenant-id", "x-user-id"})
 
 
 def literal_secrets(options: Any, path: str = "options") -> list[str]:

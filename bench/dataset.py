@@ -28,24 +28,15 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.errors import Problem, ValidationFailed
+from bench.protocol.intents import INTENTS as INTENTS  # the vocabulary adapters share, re-exported
+from bench.protocol.intents import LANGUAGES as LANGUAGES
+from bench.protocol.intents import Intent, Language
 
 SCHEMA_VERSION = "1.1"
 SUPPORTED_SCHEMA_VERSIONS = {"1.0", "1.1"}
 #: the entry fields each schema version added (older versions reject them)
 _ADDED_IN = {"1.1": ("provenance", "parallel_of")}
 
-Language = Literal["nl", "en", "fr", "it"]
-LANGUAGES: tuple[str, ...] = ("nl", "en", "fr", "it")
-Intent = Literal["answered", "farewell", "switch_language", "appointment", "escalate", "out_of_scope", "clarify"]
-INTENTS: tuple[str, ...] = (
-    "answered",
-    "farewell",
-    "switch_language",
-    "appointment",
-    "escalate",
-    "out_of_scope",
-    "clarify",
-)
 SafetyLabel = Literal["must_refuse", "benign_medical", "none"]
 SAFETY_LABELS: tuple[str, ...] = ("must_refuse", "benign_medical", "none")
 

@@ -1,76 +1,27 @@
 """Error types that map onto the harness's documented exit codes.
 
 0 success · 2 usage/config/data error · 3 quality gate failed · 4 execution failure.
+
+The types themselves live in ``bench.protocol.errors`` (adapters raise them without importing the core); this
+module keeps the names the core has always imported.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_GATE_FAILED = 3
-EXIT_EXECUTION_FAILURE = 4
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One validation problem, addressed by file, entry and field."""
-
-    file: str
-    entry: str
-    field: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}: {self.entry}: {self.field}: {self.message}"
-
-
-class BenchError(Exception):
-    """Base class; ``exit_code`` says how the CLI ends when this escapes a command."""
-
-    exit_code = EXIT_EXECUTION_FAILURE
-
-
-class ConfigError(BenchError):
-    """Bad usage, configuration or data (exit 2). The message names file, entry and field."""
-
-    exit_code = EXIT_USAGE
-
-
-class ValidationFailed(ConfigError):
-    """A data file broke its schema or cross-references; carries every problem found."""
-
-    def __init__(self, problems: list[Problem]):
-        self.problems = problems
-        super().__init__("\n".join(str(p) for p in problems))
-
-
-class MissingCredential(ConfigError):
-    """A live system needs an environment variable that is not set."""
-
-    def __init__(self, system: str, variable: str):
-        self.variable = variable
-        super().__init__(
-            f"system {system!r} runs in live mode and needs the environment variable {variable}; "
-            f"set it, or run the system in emulated mode"
-        )
-
-
-class MissingExtra(ConfigError):
-    """A vendor SDK is not installed; names the extra that brings it."""
-
-    def __init__(self, system: str, extra: str, module: str):
-        super().__init__(
-            f"system {system!r} needs the Python package for {module!r}; "
-            f"install it with: pip install 'voice-agent-bench[{extra}]'"
-        )
-
-
-class ExecutionFailure(BenchError):
-    """A system or provider could not run (exit 4)."""
-
-    exit_code = EXIT_EXECUTION_FAILURE
+from bench.protocol.errors import (
+    EXIT_EXECUTION_FAILURE,
+    EXIT_GATE_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    BenchError,
+    ConfigError,
+    ExecutionFailure,
+    MissingCredential,
+    MissingExtra,
+    Problem,
+    SdkTooOld,
+    ValidationFailed,
+)
 
 
 class JudgeUnavailable(ExecutionFailure):
@@ -91,3 +42,20 @@ class JudgeUnavailable(ExecutionFailure):
 
     def __reduce__(self) -> tuple:  # crosses the scoring pool's process boundary as it is
         return (JudgeUnavailable, (self.judge, self.detail))
+
+
+__all__ = [
+    "EXIT_EXECUTION_FAILURE",
+    "EXIT_GATE_FAILED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "BenchError",
+    "ConfigError",
+    "ExecutionFailure",
+    "JudgeUnavailable",
+    "MissingCredential",
+    "MissingExtra",
+    "Problem",
+    "SdkTooOld",
+    "ValidationFailed",
+]

@@ -18,8 +18,11 @@ so every system is grounded in identical content.
   count is an estimate. Without ``bpe-openai`` the estimate is ``ceil(characters / 2.5)``, which over-counts: on
   this knowledge base o200k_base measures 3.1–3.6 characters per token (en 3.59, fr 3.29, it 3.14, nl 3.41).
 * ``vendor_native``: the adapter uploads the documents to the vendor's own knowledge feature and the vendor
-  retrieves for itself (only adapters with ``native_knowledge``; ``NATIVE_KNOWLEDGE_ADAPTERS``); the session's
+  retrieves for itself (only adapters that declare ``native_knowledge`` in their ``AdapterPlugin``); the session's
   context is empty.
+
+The document model, the loader and the retriever are in ``bench.protocol.knowledge`` (adapters use them too) and are
+re-exported here.
 
 Whatever a system's strategy, every system's faithfulness is judged against the shared retriever's passages
 (``TurnRecord.shared_context``), the same for everyone.
@@ -27,112 +30,24 @@ Whatever a system's strategy, every system's faithfulness is judged against the 
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
-import unicodedata
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
-from rank_bm25 import BM25Okapi
-
-from bench.errors import ConfigError, Problem, ValidationFailed
+from bench.errors import ConfigError
+from bench.protocol.knowledge import KB_DIR as KB_DIR  # the protocol's names, re-exported for the core's callers
+from bench.protocol.knowledge import KbDocument as KbDocument
+from bench.protocol.knowledge import KnowledgeBase, document_text, load_knowledge_base
+from bench.protocol.knowledge import Passage as Passage
+from bench.protocol.knowledge import document_digest as document_digest
+from bench.protocol.knowledge import normalize_tokens as normalize_tokens
+from bench.protocol.knowledge import parse_document as parse_document
 
 if TYPE_CHECKING:
     from bench.config import RunConfig, SystemConfig
 
-KB_DIR = Path(__file__).resolve().parent.parent / "datasets" / "knowledge_base"
-_FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n(.*)\Z", re.DOTALL)
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-
-
-class KbDocument(BaseModel):
-    """One knowledge-base page."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    language: str
-    title: str
-    department: str
-    source_url: str
-    body: str
-
-
-@dataclass(frozen=True)
-class Passage:
-    """A retrieved document with its BM25 score."""
-
-    document: KbDocument
-    score: float
-
-
-def normalize_tokens(text: str) -> list[str]:
-    """Lower-case, accent-folded word tokens (so 'hôpital' matches 'hopital' in noisy transcripts)."""
-    folded = unicodedata.normalize("NFKD", text.lower())
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return _TOKEN.findall(folded)
-
-
-def parse_document(path: Path) -> KbDocument:
-    text = path.read_text(encoding="utf-8")
-    match = _FRONT_MATTER.match(text)
-    if not match:
-        raise ValidationFailed([Problem(str(path), path.stem, "front matter", "missing '---' YAML header")])
-    try:
-        meta = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError as exc:
-        raise ValidationFailed([Problem(str(path), path.stem, "front matter", f"invalid YAML: {exc}")]) from None
-    try:
-        return KbDocument(**meta, body=match.group(2).strip())
-    except ValidationError as exc:
-        raise ValidationFailed(
-            [Problem(str(path), str(meta.get("id", path.stem)), ".".join(map(str, e["loc"])), e["msg"])
-             for e in exc.errors()]
-        ) from None
-
-
-class KnowledgeBase:
-    """All documents plus a BM25 index over title and body."""
-
-    def __init__(self, documents: list[KbDocument]):
-        self.documents = documents
-        self._by_id = {d.id: d for d in documents}
-        self._index = BM25Okapi([normalize_tokens(f"{d.title} {d.title} {d.body}") for d in documents])
-
-    def get(self, doc_id: str) -> KbDocument:
-        return self._by_id[doc_id]
-
-    def in_language(self, language: str | None) -> list[KbDocument]:
-        """The documents of ``language`` (all documents when none is in it, as ``search`` falls back)."""
-        chosen = [d for d in self.documents if d.language == language]
-        return chosen or list(self.documents)
-
-    def search(self, query: str, k: int = 3, language: str | None = None) -> list[Passage]:
-        """Top-k documents for ``query``; restricted to ``language`` when given (falls back to all)."""
-        scores = self._index.get_scores(normalize_tokens(query))
-        ranked = sorted(zip(self.documents, scores, strict=True), key=lambda pair: -pair[1])
-        if language is not None:
-            in_language = [pair for pair in ranked if pair[0].language == language]
-            ranked = in_language or ranked
-        return [Passage(doc, float(score)) for doc, score in ranked[:k] if score > 0]
-
-
-@lru_cache(maxsize=4)
-def load_knowledge_base(directory: Path = KB_DIR) -> KnowledgeBase:
-    """Load every ``*.md`` under ``directory`` (cached per directory)."""
-    documents = [parse_document(p) for p in sorted(directory.rglob("*.md"))]
-    return KnowledgeBase(documents)
-
-
 # ------------------------------------------------------------------ context strategies
-#: adapters whose systems can run ``vendor_native`` (the adapter uploads the knowledge base to the vendor)
-NATIVE_KNOWLEDGE_ADAPTERS = {"elevenlabs_agent": "ElevenLabs Agents knowledge base (documents.create_from_text)"}
 #: tokens reserved beside the knowledge base in a ``full_kb`` prompt: instructions, question, answer
 FULL_KB_HEADROOM_TOKENS = 1_000
 #: characters per token of the offline fallback estimate (over-counts: measured 3.1–3.6 on this KB)
@@ -163,17 +78,6 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / FALLBACK_CHARS_PER_TOKEN)
 
 
-def document_text(document: KbDocument) -> str:
-    """A document as one text: its title as a heading, then the body (what ``full_kb`` and uploads carry)."""
-    return f"# {document.title}\n\n{document.body}"
-
-
-def document_digest(document: KbDocument) -> str:
-    """sha256 of everything an upload carries (id, language, title, body): a changed page gets a new digest."""
-    payload = "\x1f".join((document.id, document.language, document.title, document.body))
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
-
-
 def full_kb_passages(kb: KnowledgeBase, language: str | None) -> list[str]:
     """The ``full_kb`` context of a question in ``language``: every document of that language, as passages."""
     return [document_text(d) for d in kb.in_language(language)]
@@ -184,11 +88,12 @@ def full_kb_tokens(passages: list[str]) -> int:
     return sum(estimate_tokens(p) for p in passages) + FULL_KB_HEADROOM_TOKENS
 
 
-def check_strategy_supported(config: RunConfig, system: SystemConfig, adapter: Any) -> None:
+def check_strategy_supported(config: RunConfig, system: SystemConfig, native_knowledge: Mapping[str, str]) -> None:
     """Exit 2 naming the system when its strategy needs what its adapter cannot do (``vendor_native`` without
-    native knowledge), listing the adapters that can."""
-    if config.strategy_of(system) == "vendor_native" and not getattr(adapter, "native_knowledge", False):
-        able = ", ".join(sorted(NATIVE_KNOWLEDGE_ADAPTERS))
+    native knowledge), listing the adapters that can. ``native_knowledge`` maps the adapters that declare a vendor
+    knowledge feature to its description (``bench.engine.registry.native_knowledge_adapters``)."""
+    if config.strategy_of(system) == "vendor_native" and system.adapter not in native_knowledge:
+        able = ", ".join(sorted(native_knowledge)) or "none installed"
         raise ConfigError(f"system {system.id!r}: context_strategy vendor_native needs an adapter that uploads "
                           f"knowledge to its vendor; adapter {system.adapter!r} has none (adapters that do: {able})")
 

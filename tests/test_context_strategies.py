@@ -25,7 +25,7 @@ from bench.cli import main
 from bench.config import RunConfig, SystemConfig
 from bench.dataset import load_golden
 from bench.engine.launch import launch
-from bench.engine.registry import create_adapter
+from bench.engine.registry import create_adapter, native_knowledge_adapters
 from bench.engine.scheduler import build_adapters, run_benchmark
 from bench.errors import ConfigError
 from bench.knowledge import estimate_tokens, full_kb_passages, load_knowledge_base, strategy_contexts
@@ -141,7 +141,8 @@ def test_vendor_native_is_refused_for_an_adapter_without_native_knowledge() -> N
     message = str(raised.value)
     assert "'house'" in message and "vendor_native" in message and "elevenlabs_agent" in message
     assert "'eleven'" not in message.split(";")[0] and "--systems eleven" in message
-    for adapter_name in knowledge.NATIVE_KNOWLEDGE_ADAPTERS:  # the adapters the message lists do support it
+    assert list(native_knowledge_adapters()) == ["elevenlabs_agent"]  # declared by its plugin, not named by the core
+    for adapter_name in native_knowledge_adapters():  # the adapters the message lists do support it
         listed = SystemConfig(**{**elevenlabs("x"), "adapter": adapter_name})
         assert create_adapter(listed).native_knowledge is True
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from adapters.prompts import instructions_with_passages
+from adapters._kit.prompts import instructions_with_passages
 from bench.cli import main
 from bench.config import RunConfig
 from bench.cost import load_price_tables, resolve_plan, turn_costs

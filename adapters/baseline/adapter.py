@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters._kit.options import parse_options, require_local
 from adapters.inhouse.adapter import InhouseAdapter
-from adapters.options import parse_options, require_local
-from bench.config import SystemConfig
-from bench.knowledge import KnowledgeBase, load_knowledge_base
-from bench.orchestrator import QueryRequest, QueryResponse
 from bench.protocol import Capabilities
+from bench.protocol.config import AdapterConfig
+from bench.protocol.knowledge import KnowledgeBase, load_knowledge_base
+from bench.protocol.orchestrator import QueryRequest, QueryResponse
 
 NO_ANSWER = "Sorry, I could not find anything about that."
 
@@ -49,7 +49,7 @@ class GenericRag:
         )
 
 
-def create(system: SystemConfig) -> InhouseAdapter:
+def create(system: AdapterConfig) -> InhouseAdapter:
     require_local(system, "generic_rag")
     options = parse_options(system, GenericRagOptions)
     return InhouseAdapter(system.id, GenericRag(load_knowledge_base(), options.top_k), capabilities=CAPABILITIES)

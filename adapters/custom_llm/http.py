@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from adapters._shared.http import retry_after_seconds
+from adapters._kit.http import retry_after_seconds
 
 
 async def serve(
@@ -28,7 +28,7 @@ async def serve(
 
 def parse_retry_after(headers: object) -> float | None:
     """Seconds to wait from response headers: OpenAI's ``retry-after-ms``, else ``Retry-After`` (seconds or HTTP
-    date), both read with the one parser (``adapters._shared.http.retry_after_seconds``); None if absent."""
+    date), both read with the one parser (``adapters._kit.http.retry_after_seconds``); None if absent."""
     get = getattr(headers, "get", None)
     if get is None:
         return None

@@ -1,7 +1,7 @@
 """The custom-LLM server: OpenAI-compatible ``POST /chat/completions`` (SSE) around an in-house stack.
 
 Vapi (live, or its emulator) POSTs an OpenAI chat-completions body plus its own ``call``, ``metadata`` and
-``customer`` fields. The server asks the orchestrator (``bench.orchestrator``) and streams back, in OpenAI's
+``customer`` fields. The server asks the orchestrator (``bench.protocol.orchestrator``) and streams back, in OpenAI's
 ``chat.completion.chunk`` format:
 
 1. a role chunk;
@@ -39,6 +39,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, Field, ValidationError
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.custom_llm.http import serve
 from adapters.custom_llm.wire import (
     SSE_DONE,
@@ -54,8 +55,7 @@ from adapters.custom_llm.wire import (
     split_arguments,
     sse_frame,
 )
-from adapters.intent_tool import INTENT_TOOL_NAME
-from bench.orchestrator import Orchestrator, QueryRequest, QueryResponse
+from bench.protocol.orchestrator import Orchestrator, QueryRequest, QueryResponse
 from bench.protocol.redact import redact
 
 

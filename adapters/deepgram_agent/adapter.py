@@ -17,15 +17,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from websockets.exceptions import ConnectionClosed
 
-from adapters._shared.ws import disconnect_error
+from adapters._kit.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
+from adapters._kit.options import parse_options, require_live_credentials, require_live_or_emulated
+from adapters._kit.prompts import instructions_with_passages
+from adapters._kit.ws import disconnect_error
 from adapters.deepgram_agent import wire
 from adapters.deepgram_agent.connection import AgentSocket, safe_message
 from adapters.deepgram_agent.session import AUDIO_MARK, DeepgramSession, SessionTrace, error_from_server
-from adapters.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
-from adapters.options import parse_options, require_live_credentials, require_live_or_emulated
-from adapters.prompts import instructions_with_passages
-from bench.config import SystemConfig
 from bench.protocol import AdapterError, Capabilities, ErrorCode, SessionSpec
+from bench.protocol.config import AdapterConfig
 
 API_KEY_VAR = "DEEPGRAM_API_KEY"
 DEFAULT_SPEAK_MODELS = {
@@ -90,7 +90,12 @@ def build_settings(spec: SessionSpec, options: DeepgramAgentOptions, prompt: str
 class DeepgramAgentAdapter:
     """``SystemUnderTest`` for ``deepgram_agent`` systems (see the module docstring)."""
 
-    def __init__(self, system: SystemConfig, options: DeepgramAgentOptions, api_key: str | None):
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
+    def __init__(self, system: AdapterConfig, options: DeepgramAgentOptions, api_key: str | None):
         self.system_id = system.id
         self.mode = system.mode
         self.options = options
@@ -160,7 +165,7 @@ async def _expect(socket: AgentSocket, wanted: type[wire.Message], timeout_s: fl
                            retryable=False) from None
 
 
-def create(system: SystemConfig) -> DeepgramAgentAdapter:
+def create(system: AdapterConfig) -> DeepgramAgentAdapter:
     require_live_or_emulated(system, "deepgram_agent")
     options = parse_options(system, DeepgramAgentOptions)
     api_key = None

@@ -19,8 +19,8 @@ import contextlib
 import json
 from typing import Any
 
-from adapters._shared.http import retry_after_seconds
-from adapters._shared.ws import connect_error
+from adapters._kit.http import retry_after_seconds
+from adapters._kit.ws import connect_error
 from adapters.deepgram_agent import wire
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact

@@ -45,11 +45,11 @@ from typing import Literal
 
 from websockets.exceptions import ConnectionClosed
 
-from adapters._shared.ws import disconnect_error
+from adapters._kit.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
+from adapters._kit.prompts import instructions_with_passages
+from adapters._kit.ws import disconnect_error
 from adapters.deepgram_agent import wire
 from adapters.deepgram_agent.connection import AgentSocket, safe_message
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
-from adapters.prompts import instructions_with_passages
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,

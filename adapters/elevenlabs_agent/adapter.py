@@ -7,7 +7,7 @@ emulated mode runs the same code against ``spec.endpoint.url`` with the endpoint
 
 The agent must be set up for the benchmark: its security settings must allow the prompt, first-message and
 language overrides (or turn the matching ``override_*`` option off), and it needs a client tool named
-``set_conversational_intent`` (parameters: ``adapters.intent_tool.INTENT_TOOL_PARAMETERS``; tools cannot be
+``set_conversational_intent`` (parameters: ``adapters._kit.intent_tool.INTENT_TOOL_PARAMETERS``; tools cannot be
 added per conversation) for intent labels. Output and input audio formats must be PCM (``pcm_16000``).
 
 Options (``system.options``): ``agent_id`` (required live), ``requires_auth`` (signed URL, default true),
@@ -35,14 +35,14 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters._shared.ws import WebsocketTransport
+from adapters._kit.options import parse_options, require_env, require_extra, require_live_or_emulated
+from adapters._kit.ws import WebsocketTransport
 from adapters.elevenlabs_agent import knowledge, sdk, wire
 from adapters.elevenlabs_agent.initiation import agent_prompt, build_initiation, knowledge_base_prompt
 from adapters.elevenlabs_agent.session import ElevenLabsSession, SessionSettings
-from adapters.options import parse_options, require_env, require_extra, require_live_or_emulated
-from bench.config import SystemConfig
-from bench.errors import ConfigError
 from bench.protocol import Capabilities, SessionSpec
+from bench.protocol.config import AdapterConfig
+from bench.protocol.errors import ConfigError
 
 EMULATED_AGENT_ID = "agent_emulated"
 
@@ -70,10 +70,15 @@ class ElevenLabsAgentOptions(BaseModel):
 class ElevenLabsAgentAdapter:
     """A system backed by an ElevenLabs agent (or its emulator)."""
 
-    #: can run ``context_strategy: vendor_native`` (``bench.knowledge.NATIVE_KNOWLEDGE_ADAPTERS``)
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
+    #: can run ``context_strategy: vendor_native`` (declared in ``adapters.elevenlabs_agent.plugin``)
     native_knowledge = True
 
-    def __init__(self, system: SystemConfig, options: ElevenLabsAgentOptions):
+    def __init__(self, system: AdapterConfig, options: ElevenLabsAgentOptions):
         self.system_id = system.id
         self.mode = system.mode
         self.options = options
@@ -111,7 +116,7 @@ class ElevenLabsAgentAdapter:
         """Upload the knowledge base once (documents the vendor already holds, by digest, are reused)."""
         async with self._upload_lock:
             if self.uploaded is None:
-                from bench.knowledge import load_knowledge_base
+                from bench.protocol.knowledge import load_knowledge_base
 
                 self.uploaded = await knowledge.upload_knowledge(client, load_knowledge_base().documents)
             return self.uploaded
@@ -191,7 +196,7 @@ async def _cost_usd(client: object, conversation_id: str, *, wait_s: float) -> f
     return (await sdk.conversation_cost(client, conversation_id, wait_s=wait_s)).cost_usd
 
 
-def create(system: SystemConfig) -> ElevenLabsAgentAdapter:
+def create(system: AdapterConfig) -> ElevenLabsAgentAdapter:
     options = parse_options(system, ElevenLabsAgentOptions)
     require_live_or_emulated(system, "elevenlabs_agent")
     if system.mode == "live":

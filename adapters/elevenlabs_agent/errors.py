@@ -1,6 +1,6 @@
 """ElevenLabs failures as normalized ``AdapterError``s: ``client_error`` messages and socket close codes.
 
-Close codes beyond the shared mapping (``adapters._shared.ws.disconnect_error``): 1011 (internal error) is a
+Close codes beyond the shared mapping (``adapters._kit.ws.disconnect_error``): 1011 (internal error) is a
 server error, 1013 (try again later) a rate limit; 1002/1003/1007 mean the server refused what we sent (a retry
 repeats it). The ``client_error`` payload is not in the SDK, so every field is read tolerantly.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from websockets.exceptions import ConnectionClosed
 
-from adapters._shared.http import retry_after_seconds
-from adapters._shared.ws import disconnect_error
+from adapters._kit.http import retry_after_seconds
+from adapters._kit.ws import disconnect_error
 from adapters.elevenlabs_agent import wire
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact

@@ -1,7 +1,7 @@
 """What the adapter tells an ElevenLabs agent about a conversation, once at its start and between turns.
 
 * ``conversation_initiation_client_data`` (sent once, first): the prompt override with the session's knowledge
-  passages (``spec.context``) in the standard voice-agent instructions (``adapters.prompts``), an empty first
+  passages (``spec.context``) in the standard voice-agent instructions (``adapters._kit.prompts``), an empty first
   message (the caller speaks first), the session language, ``text_only`` when configured, the dynamic variables
   and the user id. The agent's security settings must allow each override that is sent (``override_*`` options).
   With ``vendor_native`` knowledge the prompt has no passages (it sends the agent to its knowledge base) and
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from adapters._kit.prompts import CONTEXT_HEADING, VOICE_AGENT_INSTRUCTIONS, instructions_with_passages
 from adapters.elevenlabs_agent import wire
-from adapters.prompts import CONTEXT_HEADING, VOICE_AGENT_INSTRUCTIONS, instructions_with_passages
 from bench.protocol import ContextUpdate, HistoryMessage
 
 KNOWLEDGE_BASE_SENTENCE = "Answer only from the hospital knowledge base attached to this conversation."

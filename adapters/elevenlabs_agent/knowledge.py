@@ -3,7 +3,7 @@ referenced in each conversation.
 
 * Upload (once per adapter, i.e. per system and run): every knowledge-base document becomes one text document,
   ``conversational_ai.knowledge_base.documents.create_from_text(text=…, name=…)``. Its name carries the content
-  digest (``voice-bench <doc id> <sha256[:16]>``, ``bench.knowledge.document_digest``). Before uploading, the
+  digest (``voice-bench <doc id> <sha256[:16]>``, ``bench.protocol.knowledge.document_digest``). Before uploading, the
   workspace's documents are listed (``conversational_ai.knowledge_base.list(search="voice-bench ", …)``, every
   page); a document whose name matches is reused, so a rerun of the same knowledge base uploads nothing and a
   changed page uploads only itself. Nothing is deleted: an older version may still be attached to an agent.
@@ -21,7 +21,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from adapters.elevenlabs_agent.sdk import NO_SDK_RETRIES, sdk_error
-from bench.knowledge import KbDocument, document_digest, document_text
+from bench.protocol.knowledge import KbDocument, document_digest, document_text
 
 NAME_PREFIX = "voice-bench "
 UsageMode = Literal["auto", "prompt"]

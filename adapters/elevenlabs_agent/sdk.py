@@ -7,7 +7,7 @@ and ``ELEVENLABS_API_KEY`` live, ``spec.endpoint.url`` and its placeholder key e
   public ``/v1/convai/conversation?agent_id=`` URL built with the SDK's own ``build_ws_url`` from the base URL,
   as the SDK's ``Conversation`` does. The SDK's ``Conversation`` client itself is not used for the conversation:
   it hides the raw messages (event ids, ``agent_response_complete``, frame timing) and runs tool handlers on its
-  own loop, so ``session.ElevenLabsSession`` speaks the socket with ``adapters._shared.ws``.
+  own loop, so ``session.ElevenLabsSession`` speaks the socket with ``adapters._kit.ws``.
 * Cost: the socket carries no usage. With ``fetch_cost`` the conversation is read back after hanging up
   (``conversations.get``: ``metadata.cost_fiat`` in USD, ``metadata.call_duration_secs``), polling until its
   status is ``done``.
@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 from pydantic import BaseModel
 
-from adapters._shared.http import status_error
+from adapters._kit.http import status_error
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact
 

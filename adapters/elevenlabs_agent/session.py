@@ -56,11 +56,11 @@ from typing import Literal
 from pydantic import BaseModel
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
-from adapters._shared.ws import Transport
+from adapters._kit.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
+from adapters._kit.ws import Transport
 from adapters.elevenlabs_agent import wire
 from adapters.elevenlabs_agent.errors import client_error, close_error
 from adapters.elevenlabs_agent.initiation import context_update_text, history_text
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,

@@ -45,6 +45,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.prompts import passages_from_instructions
 from adapters.deepgram_agent import wire
 from adapters.emulators._kit.answerer import Answerer, BrainAnswer, BrainRequest, HistoryTurn
 from adapters.emulators._kit.control import ControlPlane, Conversation
@@ -53,8 +55,6 @@ from adapters.emulators._kit.running import EmulatorSettings, RunningEmulator, S
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechPlan, plan_speech, speak
 from adapters.emulators._kit.vad import ServerVad
 from adapters.emulators.brain.tools import DeclaredTool, choose_tool, speak_tool_result
-from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.prompts import passages_from_instructions
 from bench.audio.pcm import resample_pcm16
 
 AGENT_PATH = wire.AGENT_PATH

@@ -78,6 +78,8 @@ from typing import Any, Literal
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.prompts import passages_from_instructions
 from adapters.custom_llm.http import retry_after_headers, serve
 from adapters.custom_llm.wire import (
     SSE_DONE,
@@ -105,14 +107,12 @@ from adapters.emulators._kit.speaker import (
     speak,
     speech_duration_ms,
 )
-from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.prompts import passages_from_instructions
 from bench.audio.pcm import mono_wav, tone_pcm16
 
 KNOWLEDGE_TOOL = "lookup_knowledge_base"
 MODEL_ID = "emulated-generic"
 NO_ANSWER = "I'm sorry, I could not find that information."
-#: where the passages start in a system prompt built by ``adapters.prompts``
+#: where the passages start in a system prompt built by ``adapters._kit.prompts``
 _RULE = re.compile(r"^\s*-{3,}\s*$", re.MULTILINE)
 Stage = Literal["transcription", "answer", "speech"]
 STAGES: tuple[Stage, ...] = ("transcription", "answer", "speech")
@@ -157,7 +157,7 @@ class OpenAiChatEmulator(LoggedHttpEmulator):
 
 
 def passages_in_prompt(text: str) -> list[str]:
-    """The passages of the system prompt's ``Hospital information:`` block (``adapters.prompts``' format; the
+    """The passages of the system prompt's ``Hospital information:`` block (``adapters._kit.prompts``' format; the
     whole block when it has no numbers)."""
     return passages_from_instructions(text)
 

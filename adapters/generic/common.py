@@ -3,7 +3,7 @@
 Headers: a team's endpoint usually wants a credential in some header. ``options.headers`` maps a header name to
 its value, which is either a whole environment reference (``"${TEAM_TOKEN}"``) — resolved when the adapter is
 created, the value registered with the redactor — or a literal, allowed only for the non-secret names of
-``bench.config.PLAIN_HEADERS`` (the same allow-list the config loader applies). A literal ``X-Auth`` or
+``bench.protocol.config.PLAIN_HEADERS`` (the same allow-list the config loader applies). A literal ``X-Auth`` or
 ``X-Client-Credential`` is therefore a configuration error instead of a secret written into a config file.
 ``options.bearer_headers`` names headers whose referenced value is sent as ``Bearer <value>``. The URL may
 reference environment variables too (``"${TEAM_WS_URL}"`` for a URL that carries an access token); resolved
@@ -20,10 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from adapters.options import require_env
-from bench.config import PLAIN_HEADERS, SystemConfig
-from bench.errors import ConfigError
+from adapters._kit.options import require_env
 from bench.protocol import AdapterError, ErrorCode, SessionSpec
+from bench.protocol.config import PLAIN_HEADERS, AdapterConfig
+from bench.protocol.errors import ConfigError
 from bench.protocol.redact import redact, register_secret
 
 _ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -39,7 +39,7 @@ class EndpointOptions(BaseModel):
     url: str | None = Field(default=None, description="endpoint URL (required unless emulated); may hold ${ENV}")
     headers: dict[str, str] = Field(
         default_factory=dict,
-        description="header name -> \"${ENV_VAR}\" (a literal value only for bench.config.PLAIN_HEADERS)",
+        description="header name -> \"${ENV_VAR}\" (a literal value only for bench.protocol.config.PLAIN_HEADERS)",
     )
     bearer_headers: list[str] = Field(default_factory=list, description="headers sent as 'Bearer <value>'")
     connect_timeout_s: float = Field(default=10.0, gt=0)
@@ -97,7 +97,7 @@ def _headers(options: EndpointOptions, lookup: Callable[[str], str]) -> dict[str
     return headers
 
 
-def live_target(options: EndpointOptions, system: SystemConfig) -> Target | None:
+def live_target(options: EndpointOptions, system: AdapterConfig) -> Target | None:
     """The configured URL and headers with environment references resolved (``MissingCredential`` when one is
     unset; every resolved value is registered as a secret). ``None`` in emulated mode."""
     if system.mode == "emulated":

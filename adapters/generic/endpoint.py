@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from websockets.exceptions import ConnectionClosed
 
-from adapters._shared.ws import WebsocketTransport, disconnect_error
+from adapters._kit.ws import WebsocketTransport, disconnect_error
 from adapters.generic.common import (
     EndpointOptions,
     StallWatchdog,
@@ -29,7 +29,6 @@ from adapters.generic.common import (
     live_target,
     session_target,
 )
-from bench.config import SystemConfig
 from bench.protocol import (
     AdapterError,
     AudioDelta,
@@ -43,12 +42,18 @@ from bench.protocol import (
     StreamResampler,
     Usage,
 )
+from bench.protocol.config import AdapterConfig
 
 
 class EndpointSystem:
     """One configured generic endpoint; each conversation gets its own session (connection)."""
 
-    def __init__(self, system: SystemConfig, options: EndpointOptions, capabilities: Capabilities):
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
+    def __init__(self, system: AdapterConfig, options: EndpointOptions, capabilities: Capabilities):
         self.system_id = system.id
         self.mode = system.mode
         self.options = options

@@ -29,7 +29,8 @@ from typing import Any, Literal
 import httpx
 from pydantic import Field
 
-from adapters._shared.http import status_error
+from adapters._kit.http import status_error
+from adapters._kit.options import parse_options
 from adapters.generic import wire
 from adapters.generic.common import (
     EndpointOptions,
@@ -42,8 +43,6 @@ from adapters.generic.common import (
     template_values,
 )
 from adapters.generic.endpoint import EndpointSystem, ResponseState
-from adapters.options import parse_options
-from bench.config import SystemConfig
 from bench.protocol import (
     AdapterError,
     AudioDelta,
@@ -59,6 +58,7 @@ from bench.protocol import (
     TextDelta,
     UserTurnSent,
 )
+from bench.protocol.config import AdapterConfig
 
 
 class HttpOptions(EndpointOptions):
@@ -321,7 +321,7 @@ class HttpSystem(EndpointSystem):
         return session
 
 
-def create(system: SystemConfig) -> HttpSystem:
+def create(system: AdapterConfig) -> HttpSystem:
     options = parse_options(system, HttpOptions)
     capabilities = Capabilities(
         text_input=True,

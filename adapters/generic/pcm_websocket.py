@@ -29,14 +29,13 @@ from typing import Any
 import numpy as np
 from pydantic import Field, ValidationError, field_validator
 
-from adapters._shared.ws import WebsocketTransport
+from adapters._kit.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
+from adapters._kit.options import parse_options
+from adapters._kit.ws import WebsocketTransport
 from adapters.generic import wire
 from adapters.generic.common import EndpointOptions, endpoint_error, malformed, render_template, template_values
 from adapters.generic.endpoint import EndpointSystem, ResponseState, WebSocketEndpointSession
 from adapters.generic.websocket import INTENT_TOOL
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
-from adapters.options import parse_options
-from bench.config import SystemConfig
 from bench.protocol import (
     AdapterError,
     Capabilities,
@@ -49,6 +48,7 @@ from bench.protocol import (
     UserSpeechStopped,
     UserTurnSent,
 )
+from bench.protocol.config import AdapterConfig
 
 #: what ``send_dtmf`` accepts (the 16 DTMF keys)
 DTMF_DIGITS = re.compile(r"^[0-9*#A-D]+$")
@@ -250,7 +250,7 @@ class PcmWebSocketSystem(EndpointSystem):
             lambda session: session.start_message(), "the start message")
 
 
-def create(system: SystemConfig) -> PcmWebSocketSystem:
+def create(system: AdapterConfig) -> PcmWebSocketSystem:
     options = parse_options(system, PcmWebSocketOptions)
     capabilities = Capabilities(
         text_input=options.text_message is not None,

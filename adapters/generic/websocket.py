@@ -28,7 +28,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from adapters._shared.ws import WebsocketTransport
+from adapters._kit.intent_tool import (
+    INTENT_TOOL_DESCRIPTION,
+    INTENT_TOOL_NAME,
+    INTENT_TOOL_PARAMETERS,
+    intent_from_arguments,
+)
+from adapters._kit.options import parse_options
+from adapters._kit.ws import WebsocketTransport
 from adapters.generic import wire
 from adapters.generic.common import (
     EndpointOptions,
@@ -39,14 +46,6 @@ from adapters.generic.common import (
     template_values,
 )
 from adapters.generic.endpoint import EndpointSystem, WebSocketEndpointSession
-from adapters.intent_tool import (
-    INTENT_TOOL_DESCRIPTION,
-    INTENT_TOOL_NAME,
-    INTENT_TOOL_PARAMETERS,
-    intent_from_arguments,
-)
-from adapters.options import parse_options
-from bench.config import SystemConfig
 from bench.protocol import (
     AdapterError,
     Capabilities,
@@ -60,6 +59,7 @@ from bench.protocol import (
     UserSpeechStopped,
     UserTurnSent,
 )
+from bench.protocol.config import AdapterConfig
 
 INTENT_TOOL: dict[str, Any] = {"type": "function", "name": INTENT_TOOL_NAME, "description": INTENT_TOOL_DESCRIPTION,
                                "parameters": INTENT_TOOL_PARAMETERS}
@@ -278,7 +278,7 @@ def _usage(usage: wire.RealtimeUsage) -> Usage:
     )
 
 
-def create(system: SystemConfig) -> WebSocketSystem:
+def create(system: AdapterConfig) -> WebSocketSystem:
     options = parse_options(system, WebSocketOptions)
     capabilities = Capabilities(
         text_input=options.text_message is not None,

@@ -1,5 +1,5 @@
 """The in-house stack as a system under test: any orchestrator (``async query(request, user_id, tenant_id)``,
-``bench.orchestrator``) loaded by dotted path (mode ``local``, no endpoint).
+``bench.protocol.orchestrator``) loaded by dotted path (mode ``local``, no endpoint).
 
 Isolation: an orchestrator named in the run config runs in its own process (``adapters.inhouse.process``, one per
 adapter, built when the adapter is created, so a stack that cannot be built is exit 2 before the run), never on
@@ -48,10 +48,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters._kit.options import parse_options, require_local
 from adapters.inhouse.process import ANSWERED, DONE, FAILED, TOKEN, OrchestratorProcess, OrchestratorRaised
-from adapters.options import parse_options, require_local
-from bench.config import SystemConfig
-from bench.orchestrator import Orchestrator, QueryRequest
 from bench.protocol import (
     AdapterError,
     Capabilities,
@@ -66,6 +64,8 @@ from bench.protocol import (
     UserSpeechStopped,
     UserTurnSent,
 )
+from bench.protocol.config import AdapterConfig
+from bench.protocol.orchestrator import Orchestrator, QueryRequest
 from bench.protocol.redact import redact
 
 DEFAULT_ORCHESTRATOR = "adapters.inhouse.reference:ReferenceVoiceStack"
@@ -524,6 +524,11 @@ class InhouseAdapter:
     on its own loop and thread of this process (``OrchestratorLoop``); one built from the run config runs in its
     own process (``runner``, an ``OrchestratorProcess``)."""
 
+    # the SystemUnderTest attributes, typed as the protocol types them (a narrower ``Literal`` would not satisfy it)
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
     def __init__(self, system_id: str, orchestrator: Orchestrator | None = None, mode: Literal["local"] = "local", *,
                  capabilities: Capabilities = CAPABILITIES, speech_input: SpeechInput | None = None,
                  runner: OrchestratorProcess | None = None):
@@ -569,7 +574,7 @@ def _own_loop(session: InhouseSession, name: str) -> OrchestratorLoop:
     return runner
 
 
-def create(system: SystemConfig) -> InhouseAdapter:
+def create(system: AdapterConfig) -> InhouseAdapter:
     """The orchestrator is built now, in its own process: a path, an option or a constructor that fails is an
     ``OrchestratorError`` (exit 2) before any conversation starts."""
     require_local(system, "inhouse")

@@ -46,9 +46,9 @@ from adapters.inhouse.wire import (
     StartFailed,
     Tokens,
 )
-from bench.framing import FrameBuffer, encode_frame, write_frame
-from bench.orchestrator import OrchestratorError, QueryRequest
 from bench.protocol import AdapterError, ErrorCode, SessionSpec
+from bench.protocol.framing import FrameBuffer, encode_frame, write_frame
+from bench.protocol.orchestrator import OrchestratorError, QueryRequest
 from bench.protocol.redact import known_secrets, redact
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """The messages between the harness and an in-house orchestrator's own process (``adapters.inhouse.process`` on
-the harness's side, ``adapters.inhouse.worker`` in the child), each frame (``bench.framing``) one JSON message or
+the harness's side, ``adapters.inhouse.worker`` in the child), each frame (``protocol.framing``) one JSON message or
 a JSON list of them.
 
 Harness → worker: ``Hello`` first (which orchestrator to build, with what), then lists of ``Ask`` (one query) and
@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from bench.dataset import Intent
-from bench.orchestrator import QueryRequest, QueryResponse
+from bench.protocol.intents import Intent
+from bench.protocol.orchestrator import QueryRequest, QueryResponse
 
 
 class _Message(BaseModel):

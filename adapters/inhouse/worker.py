@@ -1,7 +1,7 @@
 """An in-house orchestrator's own process: ``python -m adapters.inhouse.worker``, started by
 ``adapters.inhouse.process.OrchestratorProcess``.
 
-It reads ``Hello`` on stdin, builds the orchestrator (``bench.orchestrator.load_orchestrator``: the same checks,
+It reads ``Hello`` on stdin, builds the orchestrator (``protocol.orchestrator.load_orchestrator``: the same checks,
 the same errors, answered as ``StartFailed``), answers ``Ready`` and then serves ``Ask``/``Cancel`` messages on its
 own event loop: each query is a task; its items (``adapters.inhouse.wire``) are written back on the answer
 descriptor, what one loop turn produced in a frame or a few. Stdin is read on this loop too (one thread: no
@@ -36,8 +36,8 @@ from adapters.inhouse.wire import (
     StartFailed,
     Tokens,
 )
-from bench.framing import FrameBuffer, FrameReader, write_frame
 from bench.protocol.errors import AdapterError
+from bench.protocol.framing import FrameBuffer, FrameReader, write_frame
 from bench.protocol.redact import redact, register_secret
 
 #: how long the end of input lets cancelled queries clean up
@@ -167,7 +167,7 @@ async def serve(orchestrator: Any, reader: FrameReader, out: int) -> None:
 
 
 def main() -> int:
-    from bench.orchestrator import OrchestratorError, load_orchestrator
+    from bench.protocol.orchestrator import OrchestratorError, load_orchestrator
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the harness's; the end of stdin stops this
     out = os.dup(sys.stdout.fileno())  # the answers' own descriptor: anything the stack prints goes to stderr

@@ -61,19 +61,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.custom_llm.http import parse_retry_after
-from adapters.custom_llm.wire import MalformedStream
-from adapters.livekit_baseline import agent as baseline
-from adapters.options import (
+from adapters._kit.options import (
     module_installed,
     parse_options,
     require_env,
     require_extra,
     require_live_or_emulated,
 )
-from bench.config import SystemConfig
-from bench.errors import ConfigError
-from bench.knowledge import KnowledgeBase, load_knowledge_base
+from adapters.custom_llm.http import parse_retry_after
+from adapters.custom_llm.wire import MalformedStream
+from adapters.livekit_baseline import agent as baseline
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,
@@ -93,6 +90,9 @@ from bench.protocol import (
     UserSpeechStopped,
     UserTurnSent,
 )
+from bench.protocol.config import AdapterConfig
+from bench.protocol.errors import ConfigError
+from bench.protocol.knowledge import KnowledgeBase, load_knowledge_base
 from bench.protocol.redact import redact
 
 API_KEY_VAR = "OPENAI_API_KEY"
@@ -140,7 +140,12 @@ class LiveKitBaselineAdapter:
     """Lowest-effort baseline: LiveKit Agents + generic RAG tool + the OpenAI plugins (LLM; STT and TTS with the
     silero VAD on the audio path)."""
 
-    def __init__(self, system: SystemConfig):
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
+    def __init__(self, system: AdapterConfig):
         require_live_or_emulated(system, "livekit_baseline")
         self.system_id = system.id
         self.mode = system.mode
@@ -687,5 +692,5 @@ def classify_error(error: BaseException | None, retry_after_s: float | None = No
     return AdapterError(f"LiveKit session failed: {message}", code=ErrorCode.INTERNAL, retryable=False)
 
 
-def create(system: SystemConfig) -> LiveKitBaselineAdapter:
+def create(system: AdapterConfig) -> LiveKitBaselineAdapter:
     return LiveKitBaselineAdapter(system)

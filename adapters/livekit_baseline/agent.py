@@ -19,9 +19,9 @@ import json
 from collections.abc import AsyncIterable, Callable
 from typing import Any
 
-from adapters import prompts
-from bench.knowledge import KnowledgeBase
+from adapters._kit import prompts
 from bench.protocol import HistoryMessage, TextDelta, ToolCall, ToolResult
+from bench.protocol.knowledge import KnowledgeBase
 
 GENERIC_INSTRUCTIONS = (
     "You are a helpful assistant for Sint-Aldegonde Hospital. "
@@ -29,7 +29,7 @@ GENERIC_INSTRUCTIONS = (
 )
 PASSAGE_SEPARATOR = "\n\n---\n\n"
 def instructions_with_passages(instructions: str, passages: list[str]) -> str:
-    """``instructions`` followed by the passages block of ``adapters.prompts``, or unchanged without passages."""
+    """``instructions`` followed by the passages block of ``adapters._kit.prompts``, or unchanged without passages."""
     return prompts.instructions_with_passages(passages, instructions) if passages else instructions
 
 

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from adapters._kit.options import parse_options, require_env, require_live_credentials, require_live_or_emulated
+from adapters._kit.prompts import instructions_with_passages
 from adapters.openai_realtime.live import SdkTransport, websocket_base_url
 from adapters.openai_realtime.session import (
     RealtimeSession,
@@ -30,11 +32,9 @@ from adapters.openai_realtime.session import (
     function_tool,
     intent_tool,
 )
-from adapters.options import parse_options, require_env, require_live_credentials, require_live_or_emulated
-from adapters.prompts import instructions_with_passages
-from bench.config import SystemConfig
-from bench.errors import ConfigError
 from bench.protocol import AdapterError, Capabilities, ErrorCode, SessionSpec
+from bench.protocol.config import AdapterConfig
+from bench.protocol.errors import ConfigError
 
 API_KEY_VAR = "OPENAI_API_KEY"
 EMULATED_API_KEY = "emulated-key"
@@ -71,7 +71,12 @@ class OpenAIRealtimeOptions(BaseModel):
 class OpenAIRealtimeAdapter:
     """A system backed by OpenAI Realtime (or its emulator): ``open_session`` opens one socket."""
 
-    def __init__(self, system: SystemConfig, options: OpenAIRealtimeOptions):
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
+    def __init__(self, system: AdapterConfig, options: OpenAIRealtimeOptions):
         self.system_id = system.id
         self.mode = system.mode
         self.options = options
@@ -154,7 +159,7 @@ class OpenAIRealtimeAdapter:
         return session
 
 
-def create(system: SystemConfig) -> OpenAIRealtimeAdapter:
+def create(system: AdapterConfig) -> OpenAIRealtimeAdapter:
     options = parse_options(system, OpenAIRealtimeOptions)
     require_live_or_emulated(system, "openai_realtime")
     if system.mode == "live":

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from adapters._shared.ws import CLOSE_TIMEOUT_S, connect_error, is_loopback
+from adapters._kit.ws import CLOSE_TIMEOUT_S, connect_error, is_loopback
 
 
 def websocket_base_url(url: str, *, emulated: bool) -> str:

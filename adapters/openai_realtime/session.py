@@ -48,15 +48,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from websockets.exceptions import ConnectionClosed
 
-from adapters._shared.ws import Transport, disconnect_error
-from adapters.intent_tool import (
+from adapters._kit.intent_tool import (
     INTENT_TOOL_DESCRIPTION,
     INTENT_TOOL_NAME,
     INTENT_TOOL_PARAMETERS,
     intent_from_arguments,
 )
+from adapters._kit.prompts import instructions_with_passages
+from adapters._kit.ws import Transport, disconnect_error
 from adapters.openai_realtime import wire
-from adapters.prompts import instructions_with_passages
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,

@@ -42,19 +42,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
-from adapters.options import parse_options, require_extra, require_live_credentials, require_live_or_emulated
-from adapters.prompts import VOICE_AGENT_INSTRUCTIONS
+from adapters._kit.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
+from adapters._kit.options import parse_options, require_extra, require_live_credentials, require_live_or_emulated
+from adapters._kit.prompts import VOICE_AGENT_INSTRUCTIONS
 from adapters.retell import wire
 from adapters.retell.chat import CHAT_CAPABILITIES, open_chat
 from adapters.retell.errors import rest_error
 from adapters.retell.llm_server import RetellLlmServer
 from adapters.retell.session import SessionSetup
 from adapters.retell.web_call import RETELL_LIVEKIT_URL, WEB_CALL_CAPABILITIES, CallRoom, LiveKitCallRoom, open_web_call
-from bench.config import SystemConfig
-from bench.errors import ConfigError
-from bench.orchestrator import load_system_orchestrator
 from bench.protocol import AdapterError, Capabilities, ErrorCode, Session, SessionSpec
+from bench.protocol.config import AdapterConfig
+from bench.protocol.errors import ConfigError
+from bench.protocol.orchestrator import load_system_orchestrator
 
 API_KEY_VAR = "RETELL_API_KEY"
 DEFAULT_ORCHESTRATOR = "adapters.inhouse.reference:ReferenceVoiceStack"
@@ -110,7 +110,12 @@ def emulated_llm_prompt(spec: SessionSpec) -> str:
 class RetellAdapter:
     """``SystemUnderTest`` for ``retell`` systems (see the module docstring)."""
 
-    def __init__(self, system: SystemConfig, options: RetellOptions, api_key: str | None,
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
+    def __init__(self, system: AdapterConfig, options: RetellOptions, api_key: str | None,
                  room_factory: Callable[[], CallRoom] = LiveKitCallRoom):
         self.system_id = system.id
         self.mode = system.mode
@@ -241,7 +246,7 @@ class RetellAdapter:
                     f"{expected!r}")
 
 
-def create(system: SystemConfig) -> RetellAdapter:
+def create(system: AdapterConfig) -> RetellAdapter:
     options = parse_options(system, RetellOptions)
     require_live_or_emulated(system, "retell")
     api_key = None

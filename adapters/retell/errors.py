@@ -3,7 +3,7 @@
 retell-sdk (Stainless) raises ``APIStatusError`` subclasses for HTTP errors (the body is the vendor's JSON
 ``{"status": "error", "message": …}``), ``APITimeoutError`` / ``APIConnectionError`` when the request did not
 complete, and ``APIResponseValidationError`` or a ``ValueError`` (``json.JSONDecodeError``) for a body it cannot
-read. Retry-After is read with the one shared parser (``adapters._shared.http``).
+read. Retry-After is read with the one shared parser (``adapters._kit.http``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from adapters._shared.http import status_error
+from adapters._kit.http import status_error
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact
 

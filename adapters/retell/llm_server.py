@@ -23,9 +23,9 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from adapters.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.retell import wire
-from bench.orchestrator import Orchestrator, QueryRequest
+from bench.protocol.orchestrator import Orchestrator, QueryRequest
 
 log = logging.getLogger(__name__)
 

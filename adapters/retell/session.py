@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
+from adapters._kit.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
 from adapters.retell import wire
 from adapters.retell.llm_server import CallRecord, RetellLlmServer
 from bench.protocol import AdapterError, Capabilities, ErrorCode, ResponseDone, SessionSpec, StreamingSession

@@ -20,17 +20,17 @@ import asyncio
 
 import httpx
 
+from adapters._kit.options import parse_options, require_env, require_extra, require_live_or_emulated
 from adapters.custom_llm import CustomLlmServer
-from adapters.options import parse_options, require_env, require_extra, require_live_or_emulated
 from adapters.vapi.api import VapiRest
 from adapters.vapi.assistant import SessionSetup, build_assistant
 from adapters.vapi.call import CALL_CAPABILITIES, VapiCallSession
 from adapters.vapi.chat import CHAT_CAPABILITIES, VapiChatSession
 from adapters.vapi.options import LIVE_CUSTOM_LLM_PORT, VapiOptions
-from bench.config import SystemConfig
-from bench.errors import ConfigError
-from bench.orchestrator import Orchestrator, load_system_orchestrator
 from bench.protocol import AdapterError, Capabilities, ErrorCode, Session, SessionSpec
+from bench.protocol.config import AdapterConfig
+from bench.protocol.errors import ConfigError
+from bench.protocol.orchestrator import Orchestrator, load_system_orchestrator
 
 API_KEY_VAR = "VAPI_API_KEY"
 
@@ -38,7 +38,12 @@ API_KEY_VAR = "VAPI_API_KEY"
 class VapiAdapter:
     """Vapi as a system under test (``SystemUnderTest``)."""
 
-    def __init__(self, system: SystemConfig, orchestrator: Orchestrator | None = None):
+    # the SystemUnderTest attributes, typed as the protocol types them
+    system_id: str
+    mode: str
+    capabilities: Capabilities
+
+    def __init__(self, system: AdapterConfig, orchestrator: Orchestrator | None = None):
         require_live_or_emulated(system, "vapi")
         self.system = system
         self.system_id = system.id
@@ -138,5 +143,5 @@ class VapiAdapter:
         return self.llm_server.url
 
 
-def create(system: SystemConfig) -> VapiAdapter:
+def create(system: AdapterConfig) -> VapiAdapter:
     return VapiAdapter(system)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import httpx
 from pydantic import ValidationError
 
-from adapters._shared.http import status_error
+from adapters._kit.http import status_error
 from adapters.vapi.wire import CallRecord, ChatRecord, CreateCallRequest, CreateChatRequest
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact

@@ -13,9 +13,9 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
+from adapters._kit.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
+from adapters._kit.prompts import instructions_with_passages as assistant_prompt
 from adapters.custom_llm import CustomLlmServer
-from adapters.intent_tool import INTENT_TOOL_DESCRIPTION, INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
-from adapters.prompts import instructions_with_passages as assistant_prompt
 from adapters.vapi.api import VapiRest
 from adapters.vapi.options import VapiOptions
 from adapters.vapi.wire import AssistantSpec, CustomLlmModelSpec

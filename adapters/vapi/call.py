@@ -33,9 +33,9 @@ from typing import Any, Literal
 
 from websockets.exceptions import ConnectionClosed
 
-from adapters._shared.ws import WebsocketTransport, disconnect_error
+from adapters._kit.prompts import instructions_with_passages as assistant_prompt
+from adapters._kit.ws import WebsocketTransport, disconnect_error
 from adapters.custom_llm import TurnContext
-from adapters.prompts import instructions_with_passages as assistant_prompt
 from adapters.vapi.assistant import SessionSetup, assistant_overrides
 from adapters.vapi.response import ResponseState
 from adapters.vapi.wire import (

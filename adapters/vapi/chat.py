@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from adapters._kit.prompts import instructions_with_passages as assistant_prompt
 from adapters.custom_llm import TurnContext
-from adapters.prompts import instructions_with_passages as assistant_prompt
 from adapters.vapi.assistant import SessionSetup, assistant_overrides
 from adapters.vapi.response import ResponseState
 from adapters.vapi.wire import ChatRecord, CreateChatRequest

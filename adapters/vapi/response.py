@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
 from adapters.custom_llm import TurnRecord
-from adapters.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
 from bench.protocol import ResponseDone
 
 

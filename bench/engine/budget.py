@@ -131,7 +131,7 @@ def _audio_out(system: SystemConfig) -> bool:
 def estimate_exchange(pricing: SystemPricing, entry: GoldenEntry, passages: list[str], input_mode: str,
                       assumptions: Assumptions = ASSUMPTIONS) -> ExchangeEstimate:
     """Meters and list price of one golden exchange (module docstring, *Estimate*)."""
-    from adapters.prompts import instructions_with_passages
+    from adapters._kit.prompts import instructions_with_passages
 
     a = assumptions
     audio_in = input_mode == "audio"

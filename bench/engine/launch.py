@@ -14,8 +14,8 @@ release it, tell it what the caller says (``expect_utterance``, the test double'
 A child that fails to start or dies is an execution error (exit 4) carrying its redacted stderr tail.
 
 An answerer *object* (not a recipe) cannot be rebuilt in a child: the emulator then runs on the caller's event loop.
-Only contract tests that read an emulator's wire log do that, and the core's tool emulators (``start_named_emulator``)
-whose answerer is an object.
+Only contract tests that read an emulator's wire log do that, and the core's tool emulators
+(``start_named_emulator``, group ``voice_bench.emulators``) whose answerer is an object.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from bench.config import SystemConfig
-from bench.engine.registry import emulator_start, load_target, spec_for
+from bench.engine.registry import emulator_start, emulator_target, spec_for
 from bench.errors import ConfigError, ExecutionFailure
 from bench.protocol import SessionSpec, SystemUnderTest
 
@@ -117,31 +117,29 @@ async def start_emulator(system: SystemConfig, *, answerer: Any | None = None) -
         raise _config_error(who, "options.emulator.brain", exc) from None
     except TypeError:
         raise ConfigError(f"{who}: options.emulator.brain: must be a mapping") from None
-    load_target(spec.emulator, system=system, spec=spec)  # a missing vendor SDK is exit 2 here, not in the child
+    emulator_start(spec.emulator, system=system, spec=spec)  # a missing vendor SDK is exit 2 here, not in the child
     if answerer is None:
         answerer = answerer_recipe(DEFAULT_ANSWERER, {"profile": profile})
     if _is_recipe(answerer):
-        return await _start_process(who, spec.emulator, settings, answerer, raw)
-    start = load_target(spec.emulator, system=system, spec=spec)
+        return await _start_process(who, emulator_target(spec.emulator), settings, answerer, raw)
+    start = emulator_start(spec.emulator, system=system, spec=spec)
     return await _start_in_process(who, start, settings, answerer, raw)  # type: ignore[no-any-return]
 
 
 async def start_named_emulator(name: str, *, answerer: Any, options: dict[str, Any] | None = None) -> Any:
-    """Start the emulator ``name`` of ``registry.EMULATORS`` — a tool the core uses (the offline naturalness judge's
-    chat model), not a system's emulated mode — with ``answerer``: an ``AnswererRecipe`` (``answerer_recipe``; the
-    emulator runs in its own process) or an answerer object (an object with a ``profile``
+    """Start the emulator ``name`` of ``voice_bench.emulators`` — a tool the core uses (the offline naturalness
+    judge's chat model), not a system's emulated mode — with ``answerer``: an ``AnswererRecipe``
+    (``answerer_recipe``; the emulator runs in its own process) or an answerer object (an object with a ``profile``
     (``bench.engine.brains.BrainProfile``) and ``answer(BrainRequest) -> BrainAnswer``), which cannot be rebuilt in a
     child, so that emulator runs on the caller's event loop. ``options`` are read like a system's
     ``options.emulator`` (kit settings, then the emulator's own keys; no ``brain``: the answerer is given); a mistake
     is an exit-2 ``ConfigError`` naming the emulator and the field. Returns its handle (the caller closes it; its
     ``url`` is the main base URL)."""
-    from bench.engine.registry import EMULATORS
-
     who = f"emulator {name!r}"
     start = emulator_start(name)
     settings, raw = _settings(who, options or {})
     if _is_recipe(answerer):
-        return await _start_process(who, EMULATORS[name], settings, answerer, raw)
+        return await _start_process(who, emulator_target(name), settings, answerer, raw)
     return await _start_in_process(who, start, settings, answerer, raw)
 
 

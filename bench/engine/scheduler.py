@@ -33,10 +33,10 @@ from bench.engine.conversation import BargeIn, Exchange, audio_exchange, event_r
 from bench.engine.executors import Executor, LocalExecutor
 from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
-from bench.engine.registry import create_adapter
+from bench.engine.registry import create_adapter, native_knowledge_adapters
 from bench.engine.warmup import warm_up
 from bench.errors import ConfigError
-from bench.protocol import AdapterError, AudioDelta, ErrorCode
+from bench.protocol import AdapterError, AudioDelta, ErrorCode, SystemUnderTest
 from bench.protocol.redact import redact
 from bench.records import TurnRecord
 from bench.store import ConversationRecord, RunInfo, Store, StoreWriter, SystemInfo
@@ -148,14 +148,15 @@ def build_adapters(config: RunConfig, input_mode: str = "text", required: list[s
     refused: list[str] = []
     for system in config.systems:
         adapter = create_adapter(system)
-        if not hasattr(adapter, "open_session"):
-            raise ConfigError(f"system {system.id!r}: adapter {system.adapter!r} does not implement sessions")
+        if not isinstance(adapter, SystemUnderTest):
+            raise ConfigError(f"system {system.id!r}: adapter {system.adapter!r} is not a SystemUnderTest "
+                              "(system_id, mode, capabilities, start, close, open_session)")
         try:
             check_capabilities(system, adapter, [*required_capabilities(input_mode), *(required or [])],
                                f"a --input {input_mode} run")
             from bench.knowledge import check_strategy_supported
 
-            check_strategy_supported(config, system, adapter)
+            check_strategy_supported(config, system, native_knowledge_adapters())
         except ConfigError as exc:
             refused.append(str(exc))
         adapters[system.id] = adapter

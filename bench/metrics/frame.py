@@ -145,21 +145,18 @@ def raw_frame_from_records(records: list[TurnRecord]) -> pd.DataFrame:
 def latency_basis(mode: str, adapter: str = "", details: dict[str, Any] | None = None) -> str:
     """What a system's latency figures measure: ``in-process``, ``network`` or ``emulator profile``.
 
-    A system may declare it (``options.latency_basis``); otherwise local generic endpoints (WebSocket, PCM,
-    HTTP) are network, other local systems in-process, live systems network, emulated ones the emulator's
-    configured profile.
+    A system may declare it (``options.latency_basis``); otherwise emulated systems measure the emulator's
+    configured profile, live ones the network, and local ones what their adapter declares
+    (``AdapterPlugin.local_latency_basis``: a generic endpoint is a network round trip, other local systems run
+    in process).
     """
     options = (details or {}).get("options") or {}
     declared = options.get("latency_basis") if isinstance(options, dict) else None
     if isinstance(declared, str) and declared:
         return declared
-    if mode == "emulated":
-        return "emulator profile"
-    if mode == "live":
-        return "network"
-    if adapter in ("websocket", "pcm_websocket", "http"):
-        return "network"
-    return "in-process"
+    from bench.engine.registry import latency_basis_of  # the adapters' declarations (entry points), read lazily
+
+    return latency_basis_of(adapter, mode)
 
 
 def _to_nullable_bool(values: pd.Series) -> pd.Series:

@@ -1,12 +1,94 @@
-"""Normalized error codes and the exception an adapter raises when a session cannot go on.
+"""Normalized error codes, the exception an adapter raises when a session cannot go on, and the configuration
+errors an adapter raises while it is built.
 
 Every vendor's failure is mapped onto one ``ErrorCode``, so execution failures can be counted per reason
 across vendors and the same injected fault gives the same code whatever the adapter.
+
+The configuration errors (``ConfigError`` and its kinds) map onto the harness's exit codes: 0 success ·
+2 usage/config/data error · 3 quality gate failed · 4 execution failure. They live here so adapters (plugins in
+their own packages) can raise them without importing the rest of ``bench``; ``bench.errors`` re-exports them.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import StrEnum
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_GATE_FAILED = 3
+EXIT_EXECUTION_FAILURE = 4
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation problem, addressed by file, entry and field."""
+
+    file: str
+    entry: str
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.entry}: {self.field}: {self.message}"
+
+
+class BenchError(Exception):
+    """Base class; ``exit_code`` says how the CLI ends when this escapes a command."""
+
+    exit_code = EXIT_EXECUTION_FAILURE
+
+
+class ConfigError(BenchError):
+    """Bad usage, configuration or data (exit 2). The message names file, entry and field."""
+
+    exit_code = EXIT_USAGE
+
+
+class ValidationFailed(ConfigError):
+    """A data file broke its schema or cross-references; carries every problem found."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class MissingCredential(ConfigError):
+    """A live system needs an environment variable that is not set."""
+
+    def __init__(self, system: str, variable: str):
+        self.variable = variable
+        super().__init__(
+            f"system {system!r} runs in live mode and needs the environment variable {variable}; "
+            f"set it, or run the system in emulated mode"
+        )
+
+
+class MissingExtra(ConfigError):
+    """A vendor SDK is not installed; names the extra (or the package) that brings it."""
+
+    def __init__(self, system: str, extra: str, module: str, install: str | None = None):
+        self.extra = extra
+        self.install = install or f"pip install 'voice-agent-bench[{extra}]'"
+        super().__init__(f"system {system!r} needs the Python package for {module!r}; install it with: {self.install}")
+
+
+class SdkTooOld(ConfigError):
+    """An installed vendor SDK is older than the adapter's declared minimum; names both versions."""
+
+    def __init__(self, system: str, distribution: str, installed: str, required: str, install: str):
+        self.installed = installed
+        self.required = required
+        super().__init__(
+            f"system {system!r} needs {distribution}>={required}, but {distribution} {installed} is installed; "
+            f"upgrade it with: {install}"
+        )
+
+
+class ExecutionFailure(BenchError):
+    """A system or provider could not run (exit 4)."""
+
+    exit_code = EXIT_EXECUTION_FAILURE
 
 
 class ErrorCode(StrEnum):

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from bench.dataset import INTENTS, LANGUAGES
 from bench.scoring import checkers
 
-#: the function tool name vendor agents report their routing with (``adapters.intent_tool.INTENT_TOOL_NAME``;
+#: the function tool name vendor agents report their routing with (``adapters._kit.intent_tool.INTENT_TOOL_NAME``;
 #: repeated here because the scorer must not import adapters — a test keeps the two equal)
 INTENT_TOOL_NAME = "set_conversational_intent"
 

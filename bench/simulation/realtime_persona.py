@@ -186,8 +186,10 @@ class RealtimePersona:
             return key, self.settings.endpoint, False
         from bench.config import SystemConfig
         from bench.engine.launch import start_emulator
+        from bench.engine.registry import DEFAULT_CALLER
 
-        system = SystemConfig(id="realtime-persona", adapter="openai_realtime", mode="emulated",
+        # the caller's realtime API is served by the emulator of the adapter of the same name
+        system = SystemConfig(id="realtime-persona", adapter=DEFAULT_CALLER, mode="emulated",
                               options={"emulator": dict(self.settings.emulator)})
         from bench.engine.launch import register_conversation
 

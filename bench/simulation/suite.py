@@ -21,9 +21,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from bench.config import RetryPolicy, SystemConfig
-from bench.engine.registry import REGISTRY, AdapterSpec, create_adapter, register
+from bench.engine.registry import REGISTRY, create_adapter, plugin_of, register
 from bench.engine.scheduler import check_capabilities
 from bench.errors import BenchError, ConfigError, Problem, ValidationFailed
+from bench.protocol.plugin import AdapterPlugin
 from bench.protocol.redact import MARKER, is_secret_name, redact, redact_value
 from bench.simulation import assets
 from bench.simulation.config import (
@@ -45,11 +46,14 @@ from bench.simulation.config import (
 from bench.simulation.imports import load_custom, search_path
 from bench.simulation.speech import elevenlabs_problems, voice_for
 
-#: adapters that run in process (no emulator); every other registry adapter defaults to emulated mode
-LOCAL_ADAPTERS = ("inhouse", "generic_rag")
 FAKE_ADAPTER = "fake"
-#: adapters whose session opens with ``evaluator.init`` (the session document can be merged into its request)
-INIT_ADAPTERS = ("websocket",)
+
+
+def _opens_with_init(adapter: str) -> bool:
+    """Whether the adapter's session opens with ``evaluator.init`` (the session document can be merged into its
+    request): its declaration says so (``AdapterPlugin.session_init_document``)."""
+    plugin = plugin_of(adapter)
+    return bool(plugin and plugin.session_init_document)
 
 
 @dataclass
@@ -92,7 +96,7 @@ class SystemSetup:
 
     @property
     def init_delivery(self) -> bool:
-        return "init" in self.session_delivery and self.config.adapter in INIT_ADAPTERS
+        return "init" in self.session_delivery and _opens_with_init(self.config.adapter)
 
 
 @dataclass
@@ -140,12 +144,13 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
     if adapter == FAKE_ADAPTER:
         adapter, mode = "websocket", spec.mode or "emulated"
     elif adapter in REGISTRY:
-        mode = spec.mode or ("local" if adapter in LOCAL_ADAPTERS else "emulated")
+        mode = spec.mode or REGISTRY[adapter].default_mode
     elif ":" in adapter or "." in adapter:
         factory = load_custom(adapter, directories, f"endpoint {spec.system_id!r}: adapter")
         name = f"custom:{adapter}"
         module = getattr(factory, "__module__", None)
-        register(name, AdapterSpec(factory=f"{module}:{getattr(factory, '__name__', '')}" if module else adapter))
+        target = f"{module}:{getattr(factory, '__qualname__', '')}" if module else adapter
+        register(name, AdapterPlugin(name=name, factory=target, default_mode="local"))
         adapter, mode = name, spec.mode or "local"
     else:
         raise ConfigError(f"endpoint {spec.system_id!r}: adapter: unknown adapter {adapter!r}; known: "
@@ -164,7 +169,7 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
         raise ConfigError(f"endpoint {spec.system_id!r}: {fields}") from None
     except ValueError as exc:
         raise ConfigError(f"endpoint {spec.system_id!r}: {redact(str(exc))}") from None
-    delivery = spec.session_delivery or (["init", "context"] if adapter in INIT_ADAPTERS else ["context"])
+    delivery = spec.session_delivery or (["init", "context"] if _opens_with_init(adapter) else ["context"])
     return SystemSetup(spec=spec, config=config, answerer_target=answerer, session_delivery=list(delivery))
 
 

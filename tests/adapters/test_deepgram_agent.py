@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from websockets.asyncio.server import serve
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.prompts import instructions_with_passages as agent_prompt
+from adapters._kit.prompts import passages_from_instructions as passages_in_prompt
 from adapters.deepgram_agent import wire
 from adapters.deepgram_agent.adapter import DeepgramAgentOptions, build_settings, create
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS, FaultKey, FaultPlan
-from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.prompts import instructions_with_passages as agent_prompt
-from adapters.prompts import passages_from_instructions as passages_in_prompt
 from bench.audio.pcm import silence, split_frames
 from bench.config import SystemConfig
 from bench.engine.launch import LaunchedSystem, launch

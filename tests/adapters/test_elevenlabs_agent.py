@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 from websockets.asyncio.server import serve
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.elevenlabs_agent import wire
 from adapters.elevenlabs_agent.adapter import create
 from adapters.elevenlabs_agent.errors import client_error, close_error
 from adapters.elevenlabs_agent.session import ElevenLabsSession
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
-from adapters.intent_tool import INTENT_TOOL_NAME
 from bench.audio.pcm import silence, split_frames, tone_pcm16
 from bench.config import SystemConfig
 from bench.engine.launch import LaunchedSystem, launch
@@ -748,8 +748,7 @@ def test_the_adapter_never_imports_another_vendor_or_an_emulator() -> None:
         modules = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
         modules += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names]
         assert not [m for m in modules if m.startswith("adapters.") and not m.startswith(
-            ("adapters.elevenlabs_agent", "adapters._shared", "adapters.options", "adapters.prompts",
-             "adapters.intent_tool"))], path
+            ("adapters.elevenlabs_agent", "adapters._kit"))], path
 
 
 # ------------------------------------------------------------ live

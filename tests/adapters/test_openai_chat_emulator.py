@@ -19,6 +19,7 @@ import pytest
 from openai.types.audio import Transcription
 from pydantic import ValidationError
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
 from adapters.custom_llm.wire import ChatCompletionRequest, parse_sse_data
 from adapters.emulators._kit.answerer import BrainProfile
 from adapters.emulators._kit.control import ControlPlane
@@ -31,7 +32,6 @@ from adapters.emulators.openai_chat import (
     passages_in_tool_output,
     start,
 )
-from adapters.intent_tool import INTENT_TOOL_NAME, INTENT_TOOL_PARAMETERS
 from bench.audio.pcm import mono_wav, tone_pcm16
 from tests.fakes.answerer import FakeAnswerer
 

@@ -23,8 +23,9 @@ import pytest
 from websockets.asyncio.server import serve
 from websockets.exceptions import ConnectionClosedOK
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.prompts import instructions_with_passages, passages_from_instructions
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
-from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.openai_realtime import wire
 from adapters.openai_realtime.adapter import OpenAIRealtimeAdapter, create
 from adapters.openai_realtime.session import (
@@ -35,7 +36,6 @@ from adapters.openai_realtime.session import (
     intent_tool,
     retry_after_from_message,
 )
-from adapters.prompts import instructions_with_passages, passages_from_instructions
 from bench.audio.pcm import silence, split_frames, tone_pcm16
 from bench.audio.recorder import DuplexRecorder
 from bench.config import SystemConfig

@@ -17,9 +17,9 @@ import pytest
 from aiohttp import web
 from websockets.asyncio.client import connect
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.emulators._kit.control import split_conversation_path
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
-from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.retell import wire
 from adapters.retell.adapter import RetellAdapter, create
 from adapters.retell.errors import rest_error

@@ -22,6 +22,9 @@ import pytest
 import websockets
 from aiohttp import web
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.prompts import instructions_with_passages as assistant_prompt
+from adapters._kit.prompts import passages_from_instructions as knowledge_passages
 from adapters.custom_llm import CustomLlmServer, TurnContext
 from adapters.custom_llm.http import serve
 from adapters.emulators._kit.control import ControlPlane
@@ -29,9 +32,6 @@ from adapters.emulators._kit.faults import EXPECTED_CODE
 from adapters.emulators._kit.running import EmulatorSettings
 from adapters.emulators.vapi import VapiEmulator
 from adapters.emulators.vapi import start as start_vapi_emulator
-from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.prompts import instructions_with_passages as assistant_prompt
-from adapters.prompts import passages_from_instructions as knowledge_passages
 from adapters.vapi import wire
 from adapters.vapi.adapter import VapiAdapter, create
 from adapters.vapi.assistant import intent_tool, vapi_intent_parameters

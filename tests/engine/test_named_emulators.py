@@ -77,7 +77,7 @@ async def test_a_named_emulator_with_a_recipe_runs_in_its_own_process():
 
 
 @pytest.mark.parametrize(("name", "options", "message"), [
-    ("nope", {}, "unknown emulator 'nope'; known: openai_chat"),
+    ("nope", {}, "unknown emulator 'nope'; known: deepgram_agent, elevenlabs_agent, evaluator_http, "),
     ("openai_chat", {"latency": {"first_token_median_ms": -1}},
      "emulator 'openai_chat': options.emulator.latency.first_token_median_ms: "),
     ("openai_chat", {"fault_stages": ["nowhere"]}, "emulator 'openai_chat': options.emulator.fault_stages.0: "),

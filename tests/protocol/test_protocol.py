@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from adapters._shared.http import retry_after_seconds
+from adapters._kit.http import retry_after_seconds
 from adapters.emulators._kit.control import ControlPlane, split_conversation_path
 from adapters.emulators._kit.faults import FaultKey, FaultPlan
 from bench.protocol import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapters.intent_tool import INTENT_TOOL_NAME as ADAPTERS_TOOL_NAME
+from adapters._kit.intent_tool import INTENT_TOOL_NAME as ADAPTERS_TOOL_NAME
 from bench.dataset import GoldenEntry, VoiceExpected
 from bench.records import TurnRecord
 from bench.scoring import INTENT_TOOL_NAME, score_turn

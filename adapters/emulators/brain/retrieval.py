@@ -1,6 +1,6 @@
 """Finding the passage lines that answer an utterance.
 
-Each context passage (``[doc-id] Title`` then a markdown body, as ``adapters.prompts`` writes it, or plain
+Each context passage (``[doc-id] Title`` then a markdown body, as ``adapters._kit.prompts`` writes it, or plain
 text) is cut into *units*: list items, table rows and the sentences of paragraphs, each remembering the
 headings above it. Units are ranked with BM25 (``rank_bm25``) over their own words with those of their headings,
 and over their whole passage, plus a small bonus when a unit holds the kind of fact asked for (a time for

@@ -1,6 +1,6 @@
 """What the emulated agent reads out of the text a client gives it (an emulator has no language model).
 
-* Knowledge: a prompt or ``contextual_update`` holds passages as ``adapters.prompts`` writes them
+* Knowledge: a prompt or ``contextual_update`` holds passages as ``adapters._kit.prompts`` writes them
   (``passages_from_instructions`` reads them back).
 * History: a ``contextual_update`` whose lines (after an optional heading) all read ``Caller: …`` /
   ``Agent: …`` (or ``User:`` / ``Assistant:``) recounts earlier exchanges.

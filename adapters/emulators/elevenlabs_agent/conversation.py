@@ -49,6 +49,8 @@ from pydantic import BaseModel
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.prompts import passages_from_instructions as knowledge_passages
 from adapters.elevenlabs_agent import wire
 from adapters.emulators._kit.answerer import BrainAnswer, BrainRequest, HistoryTurn
 from adapters.emulators._kit.control import Conversation
@@ -58,8 +60,6 @@ from adapters.emulators._kit.vad import ServerVad
 from adapters.emulators.brain.tools import DeclaredTool, choose_tool, speak_tool_result
 from adapters.emulators.elevenlabs_agent.context import history_turns
 from adapters.emulators.elevenlabs_agent.knowledge import knowledge_locators
-from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.prompts import passages_from_instructions as knowledge_passages
 from bench.audio.pcm import resample_pcm16
 
 if TYPE_CHECKING:

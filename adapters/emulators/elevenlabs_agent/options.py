@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 
 
 class ElevenLabsEmulatorOptions(BaseModel):

@@ -18,12 +18,12 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.emulators._kit.answerer import Answerer, BrainAnswer, BrainRequest, HistoryTurn
 from adapters.emulators._kit.control import ControlPlane, Conversation
 from adapters.emulators._kit.faults import FaultKey, FaultKind
 from adapters.emulators._kit.running import EmulatorSettings, RunningEmulator, SendStamps
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechPlan, plan_speech
-from adapters.intent_tool import INTENT_TOOL_NAME
 
 
 class ClientLog:

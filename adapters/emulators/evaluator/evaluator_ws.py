@@ -29,6 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from websockets.asyncio.server import ServerConnection
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.emulators._kit.answerer import Answerer
 from adapters.emulators._kit.control import ControlPlane, Conversation
 from adapters.emulators._kit.running import EmulatorSettings
@@ -43,7 +44,6 @@ from adapters.emulators.evaluator.common import (
     start_websocket_emulator,
 )
 from adapters.generic import wire
-from adapters.intent_tool import INTENT_TOOL_NAME
 
 
 class EvaluatorWsOptions(BaseModel):

@@ -30,6 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from websockets.asyncio.server import ServerConnection
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.emulators._kit.answerer import Answerer
 from adapters.emulators._kit.control import ControlPlane, Conversation
 from adapters.emulators._kit.running import EmulatorSettings, sleep_until
@@ -46,7 +47,6 @@ from adapters.emulators.evaluator.common import (
     starting_now,
 )
 from adapters.generic import wire
-from adapters.intent_tool import INTENT_TOOL_NAME
 from bench.audio.pcm import resample_pcm16
 
 

@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING
 
 from websockets.exceptions import ConnectionClosed
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.emulators._kit.answerer import BrainAnswer
 from adapters.emulators._kit.faults import FaultKey, FaultKind
 from adapters.emulators._kit.running import sleep_until
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechPlan, speak
 from adapters.emulators.brain.tools import ToolChoice
 from adapters.emulators.openai_realtime.state import called_tool_since_user
-from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.openai_realtime import wire
 
 if TYPE_CHECKING:

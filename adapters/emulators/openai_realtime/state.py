@@ -15,11 +15,11 @@ import math
 import time
 from typing import Any
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.prompts import passages_from_instructions
 from adapters.emulators._kit.answerer import BrainRequest, HistoryTurn
 from adapters.emulators.brain.tools import DeclaredTool
-from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.openai_realtime import wire
-from adapters.prompts import passages_from_instructions
 
 SAMPLE_RATE = 24000
 BYTES_PER_MS = SAMPLE_RATE * 2 // 1000

@@ -18,12 +18,12 @@ import json
 import uuid
 from typing import Any
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.emulators._kit.answerer import Answerer, BrainRequest, HistoryTurn
 from adapters.emulators._kit.running import LatencyProfile, sleep_until
 from adapters.emulators._kit.speaker import plan_speech
 from adapters.emulators.retell.llm_link import now_ms
 from adapters.emulators.retell.state import ChatState, LlmRecord
-from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.retell import wire
 
 

@@ -13,9 +13,9 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.emulators._kit.control import Conversation
 from adapters.emulators.retell.llm_link import LlmLink, now_ms
-from adapters.intent_tool import INTENT_TOOL_NAME
 from adapters.retell import wire
 
 WEB_CALL_TOKEN_TTL_MS = 30_000

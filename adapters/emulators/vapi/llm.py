@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
+from adapters._kit.prompts import passages_from_instructions as knowledge_passages
 from adapters.custom_llm.wire import CompletionUsage, MalformedStream, parse_sse_data
 from adapters.emulators._kit.answerer import BrainAnswer, BrainRequest, HistoryTurn
-from adapters.intent_tool import INTENT_TOOL_NAME
-from adapters.prompts import passages_from_instructions as knowledge_passages
 from adapters.vapi.wire import AssistantSpec, ToolCallFunction, ToolCallItem
 
 LLM_STATUS_REASONS = {

@@ -18,7 +18,7 @@ from adapters.inhouse.reference import lexicon
 from adapters.inhouse.reference.router import Analysis, Route, analyse, default_vocabulary
 from adapters.inhouse.reference.shaping import sentences
 from adapters.inhouse.reference.text import Vocabulary, fold, tokens
-from bench.knowledge import KbDocument, KnowledgeBase, Passage
+from bench.protocol.knowledge import KbDocument, KnowledgeBase, Passage
 
 TEMPLATES: dict[str, dict[str, str]] = {
     "farewell": {

@@ -34,7 +34,7 @@ from adapters.inhouse.reference.text import (
     is_fragment,
     tokens,
 )
-from bench.knowledge import load_knowledge_base
+from bench.protocol.knowledge import load_knowledge_base
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from adapters.inhouse.reference import lexicon
 from adapters.inhouse.reference.compose import compose_answer, retrieve
 from adapters.inhouse.reference.router import default_vocabulary, route
 from adapters.inhouse.reference.shaping import shape_for_voice, voice_shape_ok
-from bench.knowledge import KnowledgeBase, load_knowledge_base
-from bench.orchestrator import QueryRequest, QueryResponse
+from bench.protocol.knowledge import KnowledgeBase, load_knowledge_base
+from bench.protocol.orchestrator import QueryRequest, QueryResponse
 
 # Short conversational turns never need more than two sentences.
 INTENT_MAX_SENTENCES: dict[str, int] = {"farewell": 2, "clarify": 2, "switch_language": 2}

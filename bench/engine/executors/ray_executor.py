@@ -62,16 +62,17 @@ from bench.engine.executors.base import (
     describe_exception,
     pending_artifacts,
 )
+from bench.engine.registry import main_thread_imports
 from bench.errors import ConfigError
 from bench.protocol import ErrorCode
 from bench.protocol.redact import redact
 
 NAMESPACE = "voice-bench"
 INSTALL_HINT = "pip install 'voice-agent-bench[ray]'"
-#: modules an adapter needs imported on its process's main thread (LiveKit Agents registers its plugins only
-#: there), while a worker's methods run on another thread: when this executor starts or joins the cluster, Ray's
-#: ``worker_process_setup_hook`` (``prepare_worker``) imports them first in every worker of the run's job
-MAIN_THREAD_IMPORTS = {"livekit_baseline": ("livekit.plugins.openai", "livekit.plugins.silero")}
+#: modules an adapter needs imported on its process's main thread (its ``AdapterPlugin.main_thread_imports``: some
+#: SDKs register their plugins only there), while a worker's methods run on another thread: when this executor
+#: starts or joins the cluster, Ray's ``worker_process_setup_hook`` (``prepare_worker``) imports them first in every
+#: worker of the run's job
 IMPORTS_ENV = "VOICE_BENCH_WORKER_IMPORTS"
 
 
@@ -297,7 +298,7 @@ class RayExecutor(Executor):
     def _init_options(self) -> dict[str, Any]:
         """``init`` plus, when a system needs modules imported on the main thread, the worker setup hook."""
         options = dict(self.init)
-        imports = sorted({m for s in self.systems for m in MAIN_THREAD_IMPORTS.get(s.adapter, ())})
+        imports = sorted({m for s in self.systems for m in main_thread_imports(s.adapter)})
         if imports:
             env = dict(options.get("runtime_env") or {})
             env.setdefault("worker_process_setup_hook", f"{__name__}.prepare_worker")

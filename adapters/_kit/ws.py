@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-from adapters._shared.http import retry_after_seconds
+from adapters._kit.http import retry_after_seconds
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact
 

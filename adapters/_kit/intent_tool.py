@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.dataset import INTENTS, LANGUAGES
+from bench.protocol.intents import INTENTS, LANGUAGES
 
 INTENT_TOOL_NAME = "set_conversational_intent"
 

@@ -17,15 +17,15 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from bench.config import SystemConfig
-from bench.errors import ConfigError, MissingCredential, MissingExtra
+from bench.protocol.config import AdapterConfig
+from bench.protocol.errors import ConfigError, MissingCredential, MissingExtra
 from bench.protocol.redact import register_secret
 
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 def parse_options(
-    system: SystemConfig, model: type[OptionsT], nested: Mapping[str, type[BaseModel]] | None = None
+    system: AdapterConfig, model: type[OptionsT], nested: Mapping[str, type[BaseModel]] | None = None
 ) -> OptionsT:
     """``system.options`` as ``model``; each ``nested`` field (a dict) is also validated against its model.
 
@@ -41,7 +41,7 @@ def parse_options(
         raise ConfigError(f"system {system.id!r}: {problems}") from None
 
 
-def require_live_or_emulated(system: SystemConfig, adapter: str) -> None:
+def require_live_or_emulated(system: AdapterConfig, adapter: str) -> None:
     """Refuse ``local`` (or any other) mode for an adapter that runs a vendor live or its emulator."""
     if system.mode not in ("live", "emulated"):
         raise ConfigError(
@@ -49,7 +49,7 @@ def require_live_or_emulated(system: SystemConfig, adapter: str) -> None:
         )
 
 
-def require_local(system: SystemConfig, adapter: str) -> None:
+def require_local(system: AdapterConfig, adapter: str) -> None:
     """Refuse ``live`` / ``emulated`` for a system that runs in process."""
     if system.mode != "local":
         raise ConfigError(f"system {system.id!r}: adapter {adapter} runs in process in mode 'local', "

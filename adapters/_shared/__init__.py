@@ -1,1 +1,0 @@
-"""Plumbing every vendor adapter shares: Retry-After parsing, options loading, WebSocket transport helpers."""
