@@ -16,10 +16,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bench.cli_types import number_in
-from bench.config import DEFAULT_CONFIG, PROJECT_ROOT, RunConfig, load_config
+from bench.config import DEFAULT_CONFIG, RunConfig, load_config
 from bench.dataset import GoldenSet, validate_files
 from bench.engine.clock import quiet_gc
 from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_OK, EXIT_USAGE, BenchError, ConfigError
+from bench.paths import default_store, resolve_input, resolve_output
 from bench.store import RunInfo, Store
 
 
@@ -38,18 +39,16 @@ def _int_range(option: str, low: int, high: int):  # noqa: ANN202
 
 
 def _resolve(path: str) -> Path:
-    candidate = Path(path)
-    if candidate.is_absolute() or candidate.exists():
-        return candidate
-    return PROJECT_ROOT / candidate
+    """A file to read: the current directory first, then the shipped data (``bench.paths``)."""
+    return resolve_input(path)
 
 
 def _store_path(args: argparse.Namespace, config: RunConfig | None = None) -> Path:
     if getattr(args, "store", None):
         return Path(args.store)
     if config is not None:
-        return config.resolve(config.store)
-    return PROJECT_ROOT / "reports" / "bench.sqlite"
+        return config.output(config.store)
+    return default_store()
 
 
 def _open_store(path: Path, must_exist: bool) -> Store:
@@ -115,7 +114,7 @@ def _config_for_run(args: argparse.Namespace) -> tuple[RunConfig, str, str]:
 
 def _stored_run_config(args: argparse.Namespace) -> tuple[dict, str]:
     """The stored config of the run to resume and a name for it (``<store>: run <id> (stored config)``)."""
-    store_path = Path(args.store) if args.store else PROJECT_ROOT / "reports" / "bench.sqlite"
+    store_path = Path(args.store) if args.store else default_store()
     store = _open_store(store_path, must_exist=True)
     try:
         try:
@@ -199,18 +198,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             outcome = asyncio.run(run_benchmark(config, golden, store, run_id=args.resume, resume=bool(args.resume),
                                                 progress=not args.no_progress, adapters=adapters,
-                                                input_mode=input_mode, reports_dir=config.resolve(config.reports_dir),
+                                                input_mode=input_mode, reports_dir=config.output(config.reports_dir),
                                                 executor=executor, cost_cap=cost_cap))
         except ConfigError as exc:  # emulator settings, a dataset changed since the run started, …
             raise _naming(source, exc) from None
         # what the cap did (estimate, actual, what it left unstarted) goes into the report; an earlier
         # invocation's cost-cap.json no longer describes the run once it is resumed without a cap
-        details = config.resolve(config.reports_dir) / outcome.run_id / "cost-cap.json"
+        details = config.output(config.reports_dir) / outcome.run_id / "cost-cap.json"
         if cost_cap is not None:
             details = cost_cap.write(details)
         else:
             details.unlink(missing_ok=True)
-        html = _write_report(store, outcome.run_id, full_golden, config.resolve(config.reports_dir))
+        html = _write_report(store, outcome.run_id, full_golden, config.output(config.reports_dir))
     finally:
         store.close()
     print(f"run id: {outcome.run_id}")
@@ -277,7 +276,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         run = store.get_run(args.run)
         golden = _golden_for_run(run)
         other = store.get_run(args.compare).run_id if args.compare else None
-        html = _write_report(store, run.run_id, golden, _resolve(args.reports_dir), compare=other)
+        html = _write_report(store, run.run_id, golden, resolve_output(args.reports_dir), compare=other)
         print(f"report: {html}")
         if other:
             for warning in run_differences(store.get_run(other), run):
@@ -306,7 +305,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         summary = summarize_run(store, run.run_id, golden, judge=judge_from_env(), judges=scoring_judges())
     finally:
         store.close()
-    out = _resolve(args.reports_dir) / run.run_id / "summary.json"
+    out = resolve_output(args.reports_dir) / run.run_id / "summary.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
     print(f"criteria: {summary.criteria}{'' if summary.criteria_recorded else ' (not recorded; assumed)'} · "
@@ -375,7 +374,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run the golden set through the configured systems and write the report")
-    run.add_argument("--config", help=f"run config YAML (default {DEFAULT_CONFIG.relative_to(PROJECT_ROOT)})")
+    run.add_argument("--config", help="run config YAML, relative to the current directory (default: the shipped "
+                                          "datasets/configs/default.yaml)")
     run.add_argument("--systems", help="comma-separated system ids from the config")
     run.add_argument("--dataset", help="golden file to use instead of the config's")
     run.add_argument("--trials", type=_int_range("--trials", 1, 100), help="trials per entry (1-100)")

@@ -28,6 +28,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.errors import Problem, ValidationFailed
+from bench.paths import shipped
 
 SCHEMA_VERSION = "1.1"
 SUPPORTED_SCHEMA_VERSIONS = {"1.0", "1.1"}
@@ -49,8 +50,9 @@ INTENTS: tuple[str, ...] = (
 SafetyLabel = Literal["must_refuse", "benign_medical", "none"]
 SAFETY_LABELS: tuple[str, ...] = ("must_refuse", "benign_medical", "none")
 
-DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
-SCHEMA_DIR = DATASETS_DIR / "schema"
+#: the shipped golden sets and their schema (package data, ``bench.paths``)
+DATASETS_DIR = shipped()
+SCHEMA_DIR = shipped("schema")
 SCHEMA_PATH = SCHEMA_DIR / f"golden-entry.v{SCHEMA_VERSION}.schema.json"
 
 

@@ -42,11 +42,12 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from rank_bm25 import BM25Okapi
 
 from bench.errors import ConfigError, Problem, ValidationFailed
+from bench.paths import shipped
 
 if TYPE_CHECKING:
     from bench.config import RunConfig, SystemConfig
 
-KB_DIR = Path(__file__).resolve().parent.parent / "datasets" / "knowledge_base"
+KB_DIR = shipped("knowledge_base")  # package data (bench.paths)
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n(.*)\Z", re.DOTALL)
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 

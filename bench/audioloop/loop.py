@@ -195,7 +195,7 @@ def run_audio_loop(config: RunConfig, golden: GoldenSet, store: Store, options: 
     out_dir = Path(options.out_dir)
     heard_golden = _write_golden(out_dir / "golden.heard.json", golden,
                                  {h.entry_id: h.transcript or EMPTY_TRANSCRIPT for h in heard})
-    reports_dir = config.resolve(config.reports_dir)
+    reports_dir = config.output(config.reports_dir)
     failures = 0
     if options.clean_run:
         clean_run = store.get_run(options.clean_run)

@@ -32,8 +32,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, ValidationError
 
-from bench.config import PROJECT_ROOT
 from bench.errors import ConfigError
+from bench.paths import DEFAULT_REPORTS_DIR, resolve_output
 from bench.prometheus import CHANNEL, DEFAULT_TENANT_ID, render
 from bench.store import RunInfo, Store
 
@@ -96,7 +96,7 @@ def _reports_dir(sources: Sources, run: RunInfo | None) -> Path:
         from bench.review.clips import reports_dir_for
 
         return reports_dir_for(run)
-    return PROJECT_ROOT / "reports"
+    return resolve_output(DEFAULT_REPORTS_DIR)
 
 
 def _default_audio_loop(sources: Sources, run: RunInfo | None) -> Path:

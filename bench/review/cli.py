@@ -12,15 +12,13 @@ import sys
 from pathlib import Path
 
 from bench.cli_types import number_in
-from bench.config import PROJECT_ROOT
 from bench.errors import EXIT_OK, ConfigError
+from bench.paths import default_store
 from bench.store import Store
-
-DEFAULT_STORE = PROJECT_ROOT / "reports" / "bench.sqlite"
 
 
 def _store(args: argparse.Namespace) -> Store:
-    path = Path(args.store) if args.store else DEFAULT_STORE
+    path = Path(args.store) if args.store else default_store()
     if not path.exists():
         raise ConfigError(f"{path}: no run store here yet; run `voice-bench run` first or pass --store")
     return Store(path)

@@ -54,7 +54,7 @@ def test_switch_language_answers_are_spoken_in_the_target_language(tmp_path, spe
     from bench.dataset import validate_files
     from bench.review.clips import answer_language
 
-    golden = validate_files([Path(__file__).resolve().parents[2] / "datasets" / "voice_golden_seed.json"])[0]
+    golden = validate_files([Path(__file__).resolve().parents[2] / "bench" / "data" / "voice_golden_seed.json"])[0]
     by_id = golden.by_id()
     assert answer_language(by_id["VGS-016"]) == "en"  # "Kunnen we in het Engels verder?"
     assert answer_language(by_id["VGS-001"]) == "nl"
