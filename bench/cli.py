@@ -51,6 +51,21 @@ def _store_path(args: argparse.Namespace, config: RunConfig | None = None) -> Pa
     return default_store()
 
 
+def add_kind_option(parser: argparse.ArgumentParser) -> None:
+    """``--kind``: which kind of run ``latest`` names (the latest golden run unless it says otherwise)."""
+    from bench.store import RUN_KINDS
+
+    parser.add_argument("--kind", choices=(*RUN_KINDS, "any"), default="golden",
+                        help="the kind of run 'latest' means (default golden; the audio loop's runs are audio-loop, "
+                             "a simulation's simulation; any = the newest of every kind)")
+
+
+def run_kind(args: argparse.Namespace) -> str | None:
+    """The kind ``latest`` means for ``args`` (None = any kind)."""
+    kind = getattr(args, "kind", "golden")
+    return None if kind == "any" else kind
+
+
 def _open_store(path: Path, must_exist: bool) -> Store:
     if must_exist and not path.exists():
         raise ConfigError(f"{path}: no run store here yet; run `voice-bench run` first or pass --store")
@@ -236,7 +251,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     store = _open_store(_store_path(args), must_exist=True)
     try:
-        run = store.get_run(args.run)
+        run = store.get_run(args.run, kind=run_kind(args))
         golden = _golden_for_run(run)
         from bench.scoring.judges import from_env as scoring_judges
 
@@ -273,9 +288,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     store = _open_store(_store_path(args), must_exist=True)
     try:
-        run = store.get_run(args.run)
+        run = store.get_run(args.run, kind=run_kind(args))
         golden = _golden_for_run(run)
-        other = store.get_run(args.compare).run_id if args.compare else None
+        other = store.get_run(args.compare, kind=run_kind(args)).run_id if args.compare else None
         html = _write_report(store, run.run_id, golden, resolve_output(args.reports_dir), compare=other)
         print(f"report: {html}")
         if other:
@@ -298,7 +313,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     store = _open_store(_store_path(args), must_exist=True)
     try:
-        run = store.get_run(args.run)
+        run = store.get_run(args.run, kind=run_kind(args))
         golden = _golden_for_run(run)
         from bench.scoring.judges import from_env as scoring_judges
 
@@ -322,9 +337,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     store = _open_store(_store_path(args), must_exist=True)
     try:
-        for run in store.list_runs():
+        for run in store.list_runs(kind=None if args.kind == "any" else args.kind):
             systems = ", ".join(s.id + ("[EMULATED]" if s.emulated else "") for s in run.systems)
-            print(f"{run.run_id}  {run.status:<24} {store.count_turns(run.run_id):>6} turns  {systems}")
+            print(f"{run.run_id}  {run.kind:<10} {run.status:<24} {store.count_turns(run.run_id):>6} turns  {systems}")
     finally:
         store.close()
     return EXIT_OK
@@ -413,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--criteria", choices=("strict", "seed003"),
                       help="golden criteria to gate on (default: the set the run recorded from its config)")
     gate.add_argument("--store")
+    add_kind_option(gate)
     gate.set_defaults(func=cmd_gate)
 
     validate = sub.add_parser("validate", help="check golden files against the schema and cross-references")
@@ -424,12 +440,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--compare", metavar="OTHER", help="earlier run to compare against")
     report.add_argument("--reports-dir", default="reports")
     report.add_argument("--store")
+    add_kind_option(report)
     report.set_defaults(func=cmd_report)
 
     score = sub.add_parser("score", help="re-score a stored run without calling any system")
     score.add_argument("run", nargs="?", default="latest")
     score.add_argument("--reports-dir", default="reports")
     score.add_argument("--store")
+    add_kind_option(score)
     score.set_defaults(func=cmd_score)
 
     export = sub.add_parser("export", help="export headline figures")
@@ -438,12 +456,15 @@ def build_parser() -> argparse.ArgumentParser:
     prom.add_argument("run", nargs="?", default="latest", help="stored run (default latest, re-read on every scrape)")
     prom.add_argument("--output", "-o", help="write the exposition to this file instead of stdout")
     prom.add_argument("--store", help="store file (default reports/bench.sqlite)")
+    add_kind_option(prom)
     from bench.dashboards.cli import add_prometheus_options  # --serve, --textfile, --pushgateway (bench/dashboards)
 
     add_prometheus_options(prom)
 
     runs = sub.add_parser("runs", help="list stored runs")
     runs.add_argument("--store")
+    runs.add_argument("--kind", choices=("golden", "audio-loop", "simulation", "imported", "any"), default="any",
+                      help="list only runs of this kind (default any)")
     runs.set_defaults(func=cmd_runs)
 
     emulate = sub.add_parser("emulate", help="serve a vendor emulator on 127.0.0.1 until interrupted")

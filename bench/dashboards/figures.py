@@ -50,6 +50,8 @@ class Sources(BaseModel):
 
     store: Path
     run: str = "latest"
+    #: the kind of run ``latest`` names (None = any kind)
+    kind: str | None = "golden"
     tenant_id: str = DEFAULT_TENANT_ID
     sections: tuple[Section, ...] = SECTIONS
     #: ``audio-loop.json``; None: ``<reports>/audio-loop/audio-loop.json`` when it exists
@@ -133,7 +135,7 @@ def fingerprint(sources: Sources) -> tuple:
     if "run" in sources.sections:
         store = _open_store(sources.store)
         try:
-            run = store.get_run(sources.run)
+            run = store.get_run(sources.run, kind=sources.kind)
             key = (run.run_id, run.status, run.finished_at, store.count_turns(run.run_id))
         finally:
             store.close()
@@ -299,7 +301,7 @@ def read_figures(sources: Sources) -> Figures:
     if "run" in sources.sections:
         store = _open_store(sources.store)
         try:
-            run = store.get_run(sources.run)
+            run = store.get_run(sources.run, kind=sources.kind)
             part, why = run_metrics(sources, store, run)
         finally:
             store.close()

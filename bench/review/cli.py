@@ -26,10 +26,11 @@ def _store(args: argparse.Namespace) -> Store:
 
 def _prepared(store: Store, args: argparse.Namespace, run_ref: str):
     """(run, reports dir, clips) with every answer given a clip (synthesizing the missing ones)."""
+    from bench.cli import run_kind
     from bench.review.clips import golden_for_run, load_clips, prepare_clips, reports_dir_for
     from bench.review.ratings import clip_rows
 
-    run = store.get_run(run_ref)
+    run = store.get_run(run_ref, kind=run_kind(args))
     reports_dir = reports_dir_for(run, args.reports_dir)
     try:
         golden = golden_for_run(run)
@@ -168,7 +169,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
     store = _store(args)
     try:
-        run = store.get_run(args.run)
+        from bench.cli import run_kind
+
+        run = store.get_run(args.run, kind=run_kind(args))
         rows = calibration(store, run.run_id)
         tables = {"fluency per system x language": fluency_summary(store, run.run_id),
                   "agreement per language (Krippendorff's alpha, ordinal)": agreement(store, run.run_id),
@@ -195,6 +198,9 @@ def add_review_parser(sub: argparse._SubParsersAction) -> None:
             parser.add_argument("run", nargs="?", default="latest")
         parser.add_argument("--store", help="store file (default reports/bench.sqlite)")
         parser.add_argument("--reports-dir", help="where the run's artifacts live (default: the run's reports_dir)")
+        from bench.cli import add_kind_option
+
+        add_kind_option(parser)
 
     def synthesis(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--tts", choices=("espeak-ng", "elevenlabs"), default="espeak-ng",
