@@ -463,7 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     runs = sub.add_parser("runs", help="list stored runs")
     runs.add_argument("--store")
-    runs.add_argument("--kind", choices=("golden", "audio-loop", "simulation", "imported", "any"), default="any",
+    from bench.store import RUN_KINDS
+
+    runs.add_argument("--kind", choices=(*RUN_KINDS, "any"), default="any",
                       help="list only runs of this kind (default any)")
     runs.set_defaults(func=cmd_runs)
 
