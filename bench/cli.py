@@ -17,10 +17,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bench.cli_types import number_in
-from bench.config import DEFAULT_CONFIG, PROJECT_ROOT, RunConfig, load_config
+from bench.config import DEFAULT_CONFIG, RunConfig, load_config
 from bench.dataset import GoldenSet, validate_files
 from bench.engine.clock import quiet_gc
 from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_OK, EXIT_USAGE, BenchError, ConfigError, JudgeUnavailable
+from bench.paths import default_store, resolve_input, resolve_output
 from bench.protocol.redact import redact
 from bench.store import RunInfo, Store
 
@@ -40,18 +41,31 @@ def _int_range(option: str, low: int, high: int):  # noqa: ANN202
 
 
 def _resolve(path: str) -> Path:
-    candidate = Path(path)
-    if candidate.is_absolute() or candidate.exists():
-        return candidate
-    return PROJECT_ROOT / candidate
+    """A file to read: the current directory first, then the shipped data (``bench.paths``)."""
+    return resolve_input(path)
 
 
 def _store_path(args: argparse.Namespace, config: RunConfig | None = None) -> Path:
     if getattr(args, "store", None):
         return Path(args.store)
     if config is not None:
-        return config.resolve(config.store)
-    return PROJECT_ROOT / "reports" / "bench.sqlite"
+        return config.output(config.store)
+    return default_store()
+
+
+def add_kind_option(parser: argparse.ArgumentParser) -> None:
+    """``--kind``: which kind of run ``latest`` names (the latest golden run unless it says otherwise)."""
+    from bench.store import RUN_KINDS
+
+    parser.add_argument("--kind", choices=(*RUN_KINDS, "any"), default="golden",
+                        help="the kind of run 'latest' means (default golden; the audio loop's runs are audio-loop, "
+                             "a simulation's simulation; any = the newest of every kind)")
+
+
+def run_kind(args: argparse.Namespace) -> str | None:
+    """The kind ``latest`` means for ``args`` (None = any kind)."""
+    kind = getattr(args, "kind", "golden")
+    return None if kind == "any" else kind
 
 
 def _open_store(path: Path, must_exist: bool) -> Store:
@@ -120,7 +134,7 @@ def _config_for_run(args: argparse.Namespace) -> tuple[RunConfig, str, str]:
 
 def _stored_run_config(args: argparse.Namespace) -> tuple[dict, str]:
     """The stored config of the run to resume and a name for it (``<store>: run <id> (stored config)``)."""
-    store_path = Path(args.store) if args.store else PROJECT_ROOT / "reports" / "bench.sqlite"
+    store_path = Path(args.store) if args.store else default_store()
     store = _open_store(store_path, must_exist=True)
     try:
         try:
@@ -206,19 +220,19 @@ def cmd_run(args: argparse.Namespace) -> int:
         try:
             outcome = asyncio.run(run_benchmark(config, golden, store, run_id=args.resume, resume=bool(args.resume),
                                                 progress=not args.no_progress, adapters=adapters,
-                                                input_mode=input_mode, reports_dir=config.resolve(config.reports_dir),
+                                                input_mode=input_mode, reports_dir=config.output(config.reports_dir),
                                                 executor=executor, cost_cap=cost_cap,
                                                 barge_in_at_ms=args.barge_in_at_ms))
         except ConfigError as exc:  # emulator settings, a dataset changed since the run started, …
             raise _naming(source, exc) from None
         # what the cap did (estimate, actual, what it left unstarted) goes into the report; an earlier
         # invocation's cost-cap.json no longer describes the run once it is resumed without a cap
-        details = config.resolve(config.reports_dir) / outcome.run_id / "cost-cap.json"
+        details = config.output(config.reports_dir) / outcome.run_id / "cost-cap.json"
         if cost_cap is not None:
             details = cost_cap.write(details)
         else:
             details.unlink(missing_ok=True)
-        report_dir = config.resolve(config.reports_dir)
+        report_dir = config.output(config.reports_dir)
         not_written = report_dir / outcome.run_id / "report-not-written.txt"
         try:
             html, judge_failed = _write_report(store, outcome.run_id, full_golden, report_dir)
@@ -256,7 +270,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     store = _open_store(_store_path(args), must_exist=True)
     try:
-        run = store.get_run(args.run)
+        run = store.get_run(args.run, kind=run_kind(args))
         golden = _golden_for_run(run)
         from bench.scoring.judges import from_env as scoring_judges
 
@@ -293,10 +307,10 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     store = _open_store(_store_path(args), must_exist=True)
     try:
-        run = store.get_run(args.run)
+        run = store.get_run(args.run, kind=run_kind(args))
         golden = _golden_for_run(run)
-        other = store.get_run(args.compare).run_id if args.compare else None
-        html, judge_failed = _write_report(store, run.run_id, golden, _resolve(args.reports_dir), compare=other)
+        other = store.get_run(args.compare, kind=run_kind(args)).run_id if args.compare else None
+        html, judge_failed = _write_report(store, run.run_id, golden, resolve_output(args.reports_dir), compare=other)
         print(f"report: {html}")
         if other:
             for warning in run_differences(store.get_run(other), run):
@@ -318,14 +332,14 @@ def cmd_score(args: argparse.Namespace) -> int:
 
     store = _open_store(_store_path(args), must_exist=True)
     try:
-        run = store.get_run(args.run)
+        run = store.get_run(args.run, kind=run_kind(args))
         golden = _golden_for_run(run)
         from bench.scoring.judges import from_env as scoring_judges
 
         summary = summarize_run(store, run.run_id, golden, judge=judge_from_env(), judges=scoring_judges())
     finally:
         store.close()
-    out = _resolve(args.reports_dir) / run.run_id / "summary.json"
+    out = resolve_output(args.reports_dir) / run.run_id / "summary.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
     print(f"criteria: {summary.criteria}{'' if summary.criteria_recorded else ' (not recorded; assumed)'} · "
@@ -346,9 +360,9 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_runs(args: argparse.Namespace) -> int:
     store = _open_store(_store_path(args), must_exist=True)
     try:
-        for run in store.list_runs():
+        for run in store.list_runs(kind=None if args.kind == "any" else args.kind):
             systems = ", ".join(s.id + ("[EMULATED]" if s.emulated else "") for s in run.systems)
-            print(f"{run.run_id}  {run.status:<24} {store.count_turns(run.run_id):>6} turns  {systems}")
+            print(f"{run.run_id}  {run.kind:<10} {run.status:<24} {store.count_turns(run.run_id):>6} turns  {systems}")
     finally:
         store.close()
     return EXIT_OK
@@ -393,7 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="run the golden set through the configured systems and write the report")
-    run.add_argument("--config", help=f"run config YAML (default {DEFAULT_CONFIG.relative_to(PROJECT_ROOT)})")
+    run.add_argument("--config", help="run config YAML, relative to the current directory (default: the shipped "
+                                          "datasets/configs/default.yaml)")
     run.add_argument("--systems", help="comma-separated system ids from the config")
     run.add_argument("--dataset", help="golden file to use instead of the config's")
     run.add_argument("--trials", type=_int_range("--trials", 1, 100), help="trials per entry (1-100)")
@@ -434,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--criteria", choices=("strict", "seed003"),
                       help="golden criteria to gate on (default: the set the run recorded from its config)")
     gate.add_argument("--store")
+    add_kind_option(gate)
     gate.set_defaults(func=cmd_gate)
 
     validate = sub.add_parser("validate", help="check golden files against the schema and cross-references")
@@ -445,12 +461,14 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--compare", metavar="OTHER", help="earlier run to compare against")
     report.add_argument("--reports-dir", default="reports")
     report.add_argument("--store")
+    add_kind_option(report)
     report.set_defaults(func=cmd_report)
 
     score = sub.add_parser("score", help="re-score a stored run without calling any system")
     score.add_argument("run", nargs="?", default="latest")
     score.add_argument("--reports-dir", default="reports")
     score.add_argument("--store")
+    add_kind_option(score)
     score.set_defaults(func=cmd_score)
 
     export = sub.add_parser("export", help="export headline figures")
@@ -459,12 +477,17 @@ def build_parser() -> argparse.ArgumentParser:
     prom.add_argument("run", nargs="?", default="latest", help="stored run (default latest, re-read on every scrape)")
     prom.add_argument("--output", "-o", help="write the exposition to this file instead of stdout")
     prom.add_argument("--store", help="store file (default reports/bench.sqlite)")
+    add_kind_option(prom)
     from bench.dashboards.cli import add_prometheus_options  # --serve, --textfile, --pushgateway (bench/dashboards)
 
     add_prometheus_options(prom)
 
     runs = sub.add_parser("runs", help="list stored runs")
     runs.add_argument("--store")
+    from bench.store import RUN_KINDS
+
+    runs.add_argument("--kind", choices=(*RUN_KINDS, "any"), default="any",
+                      help="list only runs of this kind (default any)")
     runs.set_defaults(func=cmd_runs)
 
     emulate = sub.add_parser("emulate", help="serve a vendor emulator on 127.0.0.1 until interrupted")

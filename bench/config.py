@@ -13,11 +13,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from bench.errors import Problem, ValidationFailed
+from bench.paths import DEFAULT_REPORTS_DIR, DEFAULT_STORE, default_config, resolve_input, resolve_output
 from bench.protocol.config import PLAIN_HEADERS
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CONFIG = PROJECT_ROOT / "datasets" / "configs" / "default.yaml"
-DEFAULT_STORE = PROJECT_ROOT / "reports" / "bench.sqlite"
+#: the shipped default run config (package data; ``bench.paths``)
+DEFAULT_CONFIG = default_config()
 
 
 class RetryPolicy(BaseModel):
@@ -99,8 +99,9 @@ class RunConfig(BaseModel):
     trials: int = Field(default=1, ge=1, le=100)
     limit: int | None = Field(default=None, ge=1, description="run an evenly spread subset of this many entries")
     systems: list[SystemConfig] = Field(min_length=1)
-    store: str = str(DEFAULT_STORE.relative_to(PROJECT_ROOT))
-    reports_dir: str = "reports"
+    #: relative to the current directory, like ``reports_dir``
+    store: str = DEFAULT_STORE
+    reports_dir: str = DEFAULT_REPORTS_DIR
     gate_min_pass_rate: float = Field(default=0.95, ge=0, le=1)
     seed: int = 0
     #: how knowledge reaches the systems (a system's own ``context_strategy`` overrides it): ``shared_retriever`` =
@@ -145,8 +146,12 @@ class RunConfig(BaseModel):
         return system.context_window_tokens or self.context_window_tokens
 
     def resolve(self, relative: str) -> Path:
-        path = Path(relative)
-        return path if path.is_absolute() else PROJECT_ROOT / path
+        """A file the run reads (the dataset): the current directory first, then the shipped data."""
+        return resolve_input(relative)
+
+    def output(self, relative: str) -> Path:
+        """A place the run writes (the store, the reports): relative paths are under the current directory."""
+        return resolve_output(relative)
 
     def select(self, system_ids: list[str]) -> RunConfig:
         """A copy restricted to ``system_ids`` (exit 2 naming any unknown id)."""

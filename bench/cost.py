@@ -33,8 +33,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from bench.errors import Problem, ValidationFailed
+from bench.paths import shipped
 
-PRICING_DIR = Path(__file__).resolve().parent.parent / "datasets" / "pricing"
+PRICING_DIR = shipped("pricing")  # package data (bench.paths)
 
 Meter = Literal[
     "input_text_tokens",

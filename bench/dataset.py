@@ -28,6 +28,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.errors import Problem, ValidationFailed
+from bench.paths import shipped
 from bench.protocol.intents import INTENTS as INTENTS  # the vocabulary adapters share, re-exported
 from bench.protocol.intents import LANGUAGES as LANGUAGES
 from bench.protocol.intents import Intent, Language
@@ -40,8 +41,9 @@ _ADDED_IN = {"1.1": ("provenance", "parallel_of")}
 SafetyLabel = Literal["must_refuse", "benign_medical", "none"]
 SAFETY_LABELS: tuple[str, ...] = ("must_refuse", "benign_medical", "none")
 
-DATASETS_DIR = Path(__file__).resolve().parent.parent / "datasets"
-SCHEMA_DIR = DATASETS_DIR / "schema"
+#: the shipped golden sets and their schema (package data, ``bench.paths``)
+DATASETS_DIR = shipped()
+SCHEMA_DIR = shipped("schema")
 SCHEMA_PATH = SCHEMA_DIR / f"golden-entry.v{SCHEMA_VERSION}.schema.json"
 
 

@@ -72,3 +72,9 @@ class EchoOrchestrator:
         self.calls += 1
         return QueryResponse(answer=answer, conversational_intent=expected.conversational_intent,
                              target_language=expected.target_language, voice_shape_compliant=True)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "install: pip-installs the package (not editable) into a fresh virtualenv under tmp and runs the "
+                   "installed voice-bench from an empty directory (about a minute; offline)")

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture
 def config_file(tmp_path: Path) -> Path:
     config = {
-        "dataset": str(ROOT / "datasets" / "voice_golden_expanded.json"),
+        "dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"),
         "store": str(tmp_path / "store.sqlite"),
         "reports_dir": str(tmp_path / "reports"),
         "systems": [

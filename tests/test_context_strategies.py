@@ -35,7 +35,7 @@ from bench.report import write_report
 from bench.store import Store
 
 ROOT = Path(__file__).resolve().parents[1]
-SEED = ROOT / "datasets" / "voice_golden_seed.json"
+SEED = ROOT / "bench" / "data" / "voice_golden_seed.json"
 FAST = {"first_token_median_ms": 10, "first_token_sigma": 0, "first_audio_extra_ms": 5, "token_interval_ms": 1,
         "audio_chunk_ms": 200}
 TIMEOUT_S = 120

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 async def test_faulty_emulator_run_records_every_turn_once(tmp_path):
-    golden = validate_files([ROOT / "datasets" / "voice_golden_expanded.json"])[0]
+    golden = validate_files([ROOT / "bench" / "data" / "voice_golden_expanded.json"])[0]
     system = SystemConfig(
         id="openai-realtime", adapter="openai_realtime", mode="emulated", concurrency=16,
         retry=RetryPolicy(max_attempts=2, initial_backoff_s=0.01, max_backoff_s=0.05),

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_killed_run_resumes_without_repeating_finished_turns(tmp_path, capsys):
     store_path = tmp_path / "store.sqlite"
     config = {
-        "dataset": str(ROOT / "datasets" / "voice_golden_expanded.json"),
+        "dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"),
         "store": str(store_path),
         "reports_dir": str(tmp_path / "reports"),
         "limit": 30,

@@ -171,7 +171,7 @@ def realtime_emulator():
 
 def _cap_config(tmp_path: Path, url: str) -> Path:
     config = {
-        "dataset": str(ROOT / "datasets" / "voice_golden_expanded.json"), "limit": 6,
+        "dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"), "limit": 6,
         "store": str(tmp_path / "store.sqlite"), "reports_dir": str(tmp_path / "reports"),
         "systems": [
             {"id": "inhouse", "adapter": "inhouse", "concurrency": 1,

@@ -27,7 +27,7 @@ async def test_live_path_key_is_never_recorded(tmp_path, monkeypatch, capsys):
     }})
     emulator = await start_emulator(emulated)
     try:
-        golden = validate_files([ROOT / "datasets" / "voice_golden_seed.json"])[0]
+        golden = validate_files([ROOT / "bench" / "data" / "voice_golden_seed.json"])[0]
         system = SystemConfig(id="openai-realtime", adapter="openai_realtime", mode="live", concurrency=4,
                               retry=RetryPolicy(max_attempts=2, initial_backoff_s=0.0),
                               options={"base_url": f"{emulator.url}/v1", "output_modalities": ["text"]})

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.config import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the source checkout (tests run from it)
+
 
 TINY = [
     "--sessions",

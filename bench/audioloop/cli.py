@@ -24,22 +24,19 @@ def _languages(text: str) -> list[str]:
 
 def cmd_audio_loop(args: argparse.Namespace) -> int:
     from bench.audioloop.loop import LoopOptions, run_audio_loop
-    from bench.config import DEFAULT_CONFIG, PROJECT_ROOT, load_config
+    from bench.config import DEFAULT_CONFIG, load_config
     from bench.dataset import validate_files
+    from bench.paths import resolve_input
     from bench.store import Store
 
-    def resolve(path: str) -> Path:
-        candidate = Path(path)
-        return candidate if candidate.is_absolute() or candidate.exists() else PROJECT_ROOT / candidate
-
-    config = load_config(resolve(args.config) if args.config else DEFAULT_CONFIG)
+    config = load_config(resolve_input(args.config) if args.config else DEFAULT_CONFIG)
     if args.systems:
         config = config.select([s.strip() for s in args.systems.split(",") if s.strip()])
     if args.dataset:
         config = config.model_copy(update={"dataset": args.dataset})
     golden = validate_files([config.resolve(config.dataset)])[0]
-    store_path = Path(args.store) if args.store else config.resolve(config.store)
-    out_dir = Path(args.out) if args.out else config.resolve(config.reports_dir) / "audio-loop"
+    store_path = Path(args.store) if args.store else config.output(config.store)
+    out_dir = Path(args.out) if args.out else config.output(config.reports_dir) / "audio-loop"
     options = LoopOptions(languages=args.languages or [], limit=args.limit, tts=args.tts, stt=args.stt,
                           noise_snr_db=args.noise_snr, seed=args.seed, out_dir=out_dir,
                           cache_dir=Path(args.cache_dir) if args.cache_dir else None, clean_run=args.clean_run,

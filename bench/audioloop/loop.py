@@ -195,7 +195,7 @@ def run_audio_loop(config: RunConfig, golden: GoldenSet, store: Store, options: 
     out_dir = Path(options.out_dir)
     heard_golden = _write_golden(out_dir / "golden.heard.json", golden,
                                  {h.entry_id: h.transcript or EMPTY_TRANSCRIPT for h in heard})
-    reports_dir = config.resolve(config.reports_dir)
+    reports_dir = config.output(config.reports_dir)
     failures = 0
     if options.clean_run:
         clean_run = store.get_run(options.clean_run)
@@ -203,10 +203,10 @@ def run_audio_loop(config: RunConfig, golden: GoldenSet, store: Store, options: 
     else:
         clean_golden = _write_golden(out_dir / "golden.clean.json", golden, {h.entry_id: h.question for h in heard})
         clean = asyncio.run(run_benchmark(config, clean_golden, store, progress=options.progress,
-                                          reports_dir=reports_dir))
+                                          reports_dir=reports_dir, kind="audio-loop"))
         clean_id, failures = clean.run_id, clean.execution_failures
     loop = asyncio.run(run_benchmark(config, heard_golden, store, progress=options.progress,
-                                     reports_dir=reports_dir))
+                                     reports_dir=reports_dir, kind="audio-loop"))
     failures += loop.execution_failures
 
     ids = {h.entry_id for h in heard}

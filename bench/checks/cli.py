@@ -21,16 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import EXIT_OK, ConfigError
+from bench.paths import resolve_input, resolve_output, shipped
 
-CALIBRATION_DIR = Path(__file__).resolve().parents[2] / "datasets" / "calibration"
-DEFAULT_REPORT = Path(__file__).resolve().parents[2] / "reports" / "calibration.json"
+#: the shipped labelled sets (package data)
+CALIBRATION_DIR = shipped("calibration")
 
 
 def _resolve(path: str) -> Path:
-    from bench.config import PROJECT_ROOT
-
-    candidate = Path(path)
-    return candidate if candidate.is_absolute() or candidate.exists() else PROJECT_ROOT / candidate
+    return resolve_input(path)
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -50,7 +48,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     checkers = llm_checkers() if args.judge == "llm" else offline_checkers()
     report = calibrate(paths, checkers, threshold=args.threshold)
     print(format_table(report))
-    out = Path(args.json) if args.json else DEFAULT_REPORT
+    from bench.metrics.summary import DEFAULT_CALIBRATION
+
+    out = Path(args.json) if args.json else resolve_output(DEFAULT_CALIBRATION)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
     uncalibrated = sorted({r.checker for r in report.results if r.language == "all" and r.status != "ok"})
@@ -94,13 +94,13 @@ def _load_context(path: Path) -> list[str]:
 
 def _find_entry(entry_id: str, dataset: str | None) -> Any:
     from bench.config import DEFAULT_CONFIG, load_config
-    from bench.dataset import DATASETS_DIR, validate_files
+    from bench.dataset import validate_files
 
     if dataset:
         candidates = [_resolve(dataset)]
     else:
         config = load_config(DEFAULT_CONFIG)
-        candidates = [config.resolve(config.dataset), *sorted(DATASETS_DIR.glob("voice_golden_*.json"))]
+        candidates = [config.resolve(config.dataset), *sorted(shipped().glob("voice_golden_*.json"))]
     searched = []
     for path in dict.fromkeys(candidates):
         if not path.exists():

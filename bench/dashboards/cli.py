@@ -96,10 +96,10 @@ def _check_combination(args: argparse.Namespace) -> None:
 
 
 def _sources(args: argparse.Namespace):
-    from bench.cli import _store_path
+    from bench.cli import _store_path, run_kind
     from bench.dashboards.figures import SECTIONS, Sources
 
-    sources = Sources(store=_store_path(args), run=args.run, tenant_id=args.tenant_id,
+    sources = Sources(store=_store_path(args), run=args.run, kind=run_kind(args), tenant_id=args.tenant_id,
                       sections=(args.only,) if args.only else SECTIONS,
                       audio_loop=Path(args.audio_loop) if args.audio_loop else None,
                       audio_loop_store=Path(args.audio_loop_store) if args.audio_loop_store else None,

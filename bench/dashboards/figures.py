@@ -32,8 +32,8 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import BaseModel, ValidationError
 
-from bench.config import PROJECT_ROOT
 from bench.errors import ConfigError
+from bench.paths import DEFAULT_REPORTS_DIR, resolve_output
 from bench.prometheus import CHANNEL, DEFAULT_TENANT_ID, render
 from bench.store import RunInfo, Store
 
@@ -50,6 +50,8 @@ class Sources(BaseModel):
 
     store: Path
     run: str = "latest"
+    #: the kind of run ``latest`` names (None = any kind)
+    kind: str | None = "golden"
     tenant_id: str = DEFAULT_TENANT_ID
     sections: tuple[Section, ...] = SECTIONS
     #: ``audio-loop.json``; None: ``<reports>/audio-loop/audio-loop.json`` when it exists
@@ -96,7 +98,7 @@ def _reports_dir(sources: Sources, run: RunInfo | None) -> Path:
         from bench.review.clips import reports_dir_for
 
         return reports_dir_for(run)
-    return PROJECT_ROOT / "reports"
+    return resolve_output(DEFAULT_REPORTS_DIR)
 
 
 def _default_audio_loop(sources: Sources, run: RunInfo | None) -> Path:
@@ -133,7 +135,7 @@ def fingerprint(sources: Sources) -> tuple:
     if "run" in sources.sections:
         store = _open_store(sources.store)
         try:
-            run = store.get_run(sources.run)
+            run = store.get_run(sources.run, kind=sources.kind)
             key = (run.run_id, run.status, run.finished_at, store.count_turns(run.run_id))
         finally:
             store.close()
@@ -299,7 +301,7 @@ def read_figures(sources: Sources) -> Figures:
     if "run" in sources.sections:
         store = _open_store(sources.store)
         try:
-            run = store.get_run(sources.run)
+            run = store.get_run(sources.run, kind=sources.kind)
             part, why = run_metrics(sources, store, run)
         finally:
             store.close()

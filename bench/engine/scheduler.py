@@ -40,7 +40,7 @@ from bench.protocol import AdapterError, AudioDelta, ErrorCode, SystemUnderTest
 from bench.protocol.redact import redact
 from bench.records import TurnRecord
 from bench.store import ConversationRecord, RunInfo, Store, StoreWriter, SystemInfo
-from bench.store.sqlite import StoredEvent
+from bench.store.sqlite import RunKind, StoredEvent
 from bench.store.writer import PendingArtifact
 
 
@@ -427,13 +427,14 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                         input_mode: str = "text", reports_dir: Path | None = None,
                         synthesizer: Any | None = None, answerer: Any | None = None,
                         executor: Executor | None = None, cost_cap: Any | None = None,
-                        barge_in_at_ms: float | None = None) -> RunOutcome:
+                        barge_in_at_ms: float | None = None, kind: RunKind = "golden") -> RunOutcome:
     """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``.
 
     ``executor`` says where conversations run (``bench.engine.executors``; default the local executor, asyncio
     tasks in this process); the store is written here alone, whichever executor ran them. ``cost_cap`` (a
     ``bench.engine.budget.CostCap``) is asked before each conversation starts; one it refuses is not recorded (left
-    for ``--resume``) and the run is stored as ``incomplete``."""
+    for ``--resume``) and the run is stored as ``incomplete``. ``kind`` is stored with the run (the audio loop's runs
+    are ``audio-loop``, so ``latest`` keeps naming the latest golden run)."""
     adapters = adapters if adapters is not None else build_adapters(config, input_mode)
     if resume:
         if run_id is None:
@@ -464,6 +465,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                 config={**config.model_dump(mode="json"), "input_mode": input_mode,
                         **({"barge_in_at_ms": barge_in_at_ms} if barge_in_at_ms is not None else {})},
                 harness_version=__version__,
+                kind=kind,
             ))
         per_system = {s.id: [GoldenUnit(s.id, entry, trial) for trial in range(config.trials)
                              for entry in golden.entries if (s.id, entry.id, trial) not in done]

@@ -14,7 +14,6 @@ import pandas as pd
 from pydantic import ValidationError
 
 from bench import stats
-from bench.config import PROJECT_ROOT
 from bench.cost import summarize_cost
 from bench.dataset import INTENTS, LANGUAGES, SAFETY_LABELS, GoldenSet
 from bench.errors import ConfigError
@@ -24,13 +23,15 @@ from bench.metrics.compare import baseline_verdicts, comparison, seed
 from bench.metrics.frame import CONTEXT_OWN, CONTEXT_SHARED, load_run
 from bench.metrics.judges import judged_columns
 from bench.metrics.models import CriteriaInfo, RunSummary, SystemSummary, VendorLatency
+from bench.paths import resolve_output
 from bench.scoring import checkers
 from bench.scoring import criteria as criteria_sets
 from bench.scoring import judges as scoring_judges
 from bench.scoring.judges import ScoringJudges
 from bench.store import RunInfo, Store, SystemInfo
 
-DEFAULT_CALIBRATION = PROJECT_ROOT / "reports" / "calibration.json"
+#: where ``voice-bench calibrate`` writes its table by default (relative to the current directory)
+DEFAULT_CALIBRATION = "reports/calibration.json"
 
 _STRATEGIES = {
     "shared_retriever": "one retriever (BM25 over the knowledge base) run once per question; every system got the "
@@ -215,7 +216,7 @@ def summarize_frame(
                      "recorded before criteria existed)")
     strategy, context_note = _context(run, frame)
     intent_judges = sorted({j for j in frame.get("intent_judge", pd.Series(dtype=object)).dropna() if j})
-    calibration = calibration_path if calibration_path is not None else DEFAULT_CALIBRATION
+    calibration = calibration_path if calibration_path is not None else resolve_output(DEFAULT_CALIBRATION)
     judged = judged_columns({
         "intent": ", ".join(intent_judges) or judges.intent.name,
         "refusal": judges.refusal_name,

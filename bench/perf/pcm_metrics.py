@@ -70,7 +70,9 @@ def make_recording(folder: Path, minutes: float, seed: int) -> dict[str, Any]:
 
     rng = random.Random(seed)
     speech: Any = EspeakSpeech() if shutil.which("espeak-ng") else ToneSpeech(seed)
-    noise_dir = Path(__file__).resolve().parents[2] / "datasets" / "simulation" / "noise"
+    from bench.paths import shipped
+
+    noise_dir = shipped("simulation", "noise")
     environment = Environment(impact=0.7, base_noise=str(noise_dir / "office-hum.wav"), base_noise_volume=0.2,
                               background_voices=str(noise_dir / "distant-conversation.wav"),
                               background_voices_volume=0.15,

@@ -35,13 +35,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
+
+from bench.paths import shipped
 
 ANSWER = "Visiting hours are from two until eight in the evening. Is there anything else?"
 SYSTEMS = (("openai-realtime", "openai_realtime"), ("deepgram-agent", "deepgram_agent"))
 KINDS = ("local", "ray", "ray-nolimits", "audio", "sim-local", "sim-ray")
-SIM_EXAMPLE = Path(__file__).resolve().parents[2] / "datasets" / "simulation" / "daily_planning"
+SIM_EXAMPLE = shipped("simulation", "daily_planning")
 
 
 # --- one measured run (child process) ------------------------------------------------------------------------
@@ -155,14 +156,12 @@ def run_one(kind: str, conversations: int, concurrency: int, first_token_ms: flo
         wall_s = time.perf_counter() - started
         driver_cpu_s = time.process_time() - cpu_before
         cluster_cpu_s = tree.stop()
-        row = store._conn.execute(  # noqa: SLF001 - a benchmark reading its own store
-            "SELECT MIN(started_at), MAX(finished_at), COUNT(*), SUM(status = 'succeeded') FROM conversations "
-            "WHERE run_id = ?", (outcome.run_id,)).fetchone()
-        phase_s = (datetime.fromisoformat(row[1]) - datetime.fromisoformat(row[0])).total_seconds()
-        spans = store._conn.execute(  # noqa: SLF001
-            "SELECT started_at, finished_at FROM conversations WHERE run_id = ?", (outcome.run_id,)).fetchall()
-        conversation_s = sum((datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
-                             for a, b in spans) / max(len(spans), 1)
+        from bench.store.query import conversation_spans
+
+        spans = conversation_spans(store, outcome.run_id)
+        phase_s = (max(s.finished_at for s in spans) - min(s.started_at for s in spans)).total_seconds() \
+            if spans else 0.0
+        conversation_s = sum(s.seconds for s in spans) / max(len(spans), 1)
         artifacts = store.artifacts(outcome.run_id)
         store.close()
         store_bytes = sum(p.stat().st_size for p in directory.glob("bench.sqlite*"))
@@ -170,9 +169,10 @@ def run_one(kind: str, conversations: int, concurrency: int, first_token_ms: flo
         stats = getattr(executor, "stats", {}) if executor is not None else {}
         workers = stats.get("workers", [])
         worker_cpu_s = sum(w["cpu_s"] for w in workers)
-        recorded = int(row[2])
+        recorded = len(spans)
+        succeeded = sum(1 for s in spans if s.status == "succeeded")
         return {
-            "kind": kind, "conversations": recorded, "succeeded": int(row[3] or 0), "wall_s": wall_s,
+            "kind": kind, "conversations": recorded, "succeeded": succeeded, "wall_s": wall_s,
             "phase_s": phase_s, "throughput": recorded / phase_s if phase_s else 0.0,
             "mean_conversation_s": conversation_s, "concurrency": concurrency, "systems": len(SYSTEMS),
             "driver_cpu_s": driver_cpu_s, "worker_cpu_s": worker_cpu_s,

@@ -35,7 +35,6 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 from bench.orchestrator import QueryRequest, QueryResponse
@@ -158,12 +157,12 @@ def _cpu_seconds() -> float:
 def _phase_seconds(store, run_id: str) -> tuple[float, float]:
     """(first conversation started as a POSIX time, first started → last finished in seconds), from the stored
     conversation rows."""
-    row = store._conn.execute(  # noqa: SLF001 - a benchmark reading its own store
-        "SELECT MIN(started_at), MAX(finished_at) FROM conversations WHERE run_id = ?", (run_id,)).fetchone()
-    if not row or not row[0]:
+    from bench.store.query import run_phase
+
+    phase = run_phase(store, run_id)
+    if phase is None:
         return 0.0, 0.0
-    first, last = datetime.fromisoformat(row[0]), datetime.fromisoformat(row[1])
-    return first.timestamp(), (last - first).total_seconds()
+    return phase.first_started_at.timestamp(), phase.seconds
 
 
 def _print_profile(profiler: cProfile.Profile, top: int) -> None:

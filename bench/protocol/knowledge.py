@@ -23,7 +23,7 @@ from rank_bm25 import BM25Okapi
 from bench.protocol.errors import Problem, ValidationFailed
 
 #: the shipped knowledge base (the repository's ``datasets/knowledge_base``)
-KB_DIR = Path(__file__).resolve().parents[2] / "datasets" / "knowledge_base"
+KB_DIR = Path(__file__).resolve().parents[1] / "data" / "knowledge_base"  # package data (bench.paths.shipped)
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*\n(.*)\Z", re.DOTALL)
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 

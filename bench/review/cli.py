@@ -12,15 +12,13 @@ import sys
 from pathlib import Path
 
 from bench.cli_types import number_in
-from bench.config import PROJECT_ROOT
 from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_OK, ConfigError
+from bench.paths import default_store
 from bench.store import Store
-
-DEFAULT_STORE = PROJECT_ROOT / "reports" / "bench.sqlite"
 
 
 def _store(args: argparse.Namespace) -> Store:
-    path = Path(args.store) if args.store else DEFAULT_STORE
+    path = Path(args.store) if args.store else default_store()
     if not path.exists():
         raise ConfigError(f"{path}: no run store here yet; run `voice-bench run` first or pass --store")
     return Store(path)
@@ -29,10 +27,11 @@ def _store(args: argparse.Namespace) -> Store:
 def _prepared(store: Store, args: argparse.Namespace, run_ref: str):
     """(run, reports dir, clips, answers that could not be spoken) with every answer given a clip (synthesizing the
     missing ones)."""
+    from bench.cli import run_kind
     from bench.review.clips import golden_for_run, load_clips, prepare_clips, reports_dir_for
     from bench.review.ratings import clip_rows
 
-    run = store.get_run(run_ref)
+    run = store.get_run(run_ref, kind=run_kind(args))
     reports_dir = reports_dir_for(run, args.reports_dir)
     failed = 0
     try:
@@ -179,7 +178,9 @@ def cmd_summary(args: argparse.Namespace) -> int:
 
     store = _store(args)
     try:
-        run = store.get_run(args.run)
+        from bench.cli import run_kind
+
+        run = store.get_run(args.run, kind=run_kind(args))
         rows = calibration(store, run.run_id)
         tables = {"fluency per system x language": fluency_summary(store, run.run_id),
                   "agreement per language (Krippendorff's alpha, ordinal)": agreement(store, run.run_id),
@@ -206,6 +207,9 @@ def add_review_parser(sub: argparse._SubParsersAction) -> None:
             parser.add_argument("run", nargs="?", default="latest")
         parser.add_argument("--store", help="store file (default reports/bench.sqlite)")
         parser.add_argument("--reports-dir", help="where the run's artifacts live (default: the run's reports_dir)")
+        from bench.cli import add_kind_option
+
+        add_kind_option(parser)
 
     def synthesis(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--tts", choices=("espeak-ng", "elevenlabs"), default="espeak-ng",

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bench.config import PROJECT_ROOT
 from bench.dataset import GoldenEntry, GoldenSet, validate_files
 from bench.errors import ConfigError, ExecutionFailure
+from bench.paths import DEFAULT_REPORTS_DIR, resolve_input, resolve_output
 from bench.review.ratings import ArtifactRow, ClipRow, clip_rows, record_clips
 from bench.review.synth import Synthesizer, make_synthesizer, wav_bytes
 from bench.store import ArtifactStore, RunInfo, Store
@@ -51,9 +51,7 @@ def answer_language(entry: GoldenEntry) -> str:
 
 def golden_for_run(run: RunInfo) -> GoldenSet:
     """The run's golden file, checked against the hash recorded with the run (exit 2 when it changed)."""
-    path = Path(run.dataset_path)
-    if not path.is_absolute() and not path.exists():
-        path = PROJECT_ROOT / path
+    path = resolve_input(run.dataset_path)
     golden = validate_files([path])[0]
     if golden.sha256 != run.dataset_sha256:
         raise ConfigError(f"{path}: the dataset changed since run {run.run_id} was recorded (sha256 "
@@ -62,9 +60,9 @@ def golden_for_run(run: RunInfo) -> GoldenSet:
 
 
 def reports_dir_for(run: RunInfo, override: str | Path | None = None) -> Path:
-    """Where the run's artifacts live: ``override``, else the run config's ``reports_dir`` (project-relative)."""
-    path = Path(override) if override else Path(str(run.config.get("reports_dir") or "reports"))
-    return path if path.is_absolute() else PROJECT_ROOT / path
+    """Where the run's artifacts live: ``override``, else the run config's ``reports_dir`` (relative to the current
+    directory)."""
+    return resolve_output(override or str(run.config.get("reports_dir") or DEFAULT_REPORTS_DIR))
 
 
 @dataclass

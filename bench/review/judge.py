@@ -19,9 +19,8 @@ Which judge:
   pauses, and gives a neutral 3 to qualities text rules cannot see (``emotion``, ``empathyCalibration``). Everything
   that shows its scores says so.
 
-Scores live in the run store's file in the review workflow's own table ``review_judge_scores`` (one row per run,
-clip and judge: score, label, factors, justification, the audio facts given, the judge's kind and description),
-created by this module like the other review tables (``bench.review.ratings``); the store's schema is untouched. A
+Scores live in the run store's table ``review_judge_scores`` (schema v3, ``bench.store.review``: one row per run,
+clip and judge: score, label, factors, justification, the audio facts given, the judge's kind and description). A
 rerun judges only clips the judge has not scored yet (``rescore=True`` judges them again). A failed call is listed
 and stores nothing for that clip.
 """
@@ -34,9 +33,8 @@ import json
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -45,94 +43,15 @@ from bench.errors import Problem, ValidationFailed
 from bench.protocol.redact import redact
 from bench.review.audio_facts import AudioFacts, measure, word_count
 from bench.review.clips import Clip
-from bench.review.ratings import ensure_review_table, review_table_exists
 from bench.simulation.config import ChatProvider, QualityEvaluation, parse, problems_from, read_yaml, substitute_env
 from bench.simulation.llm import ChatClient, LlmError, parse_json_object
 from bench.simulation.naturalness import LATENCY_FACTOR, NaturalnessConfig, clamp_factor, compute
 from bench.store import Store
+from bench.store.review import JudgeKind, JudgeScore, judge_scores, save_judge_score
 
 HEURISTIC_NAME = "heuristic-naturalness-v1"
 HEURISTIC_DESCRIPTION = ("offline deterministic heuristic, not a language model: rules on the answer text and the "
                          "measured audio, served by the loopback chat emulator")
-JudgeKind = Literal["heuristic", "llm"]
-
-_TABLE = """
-CREATE TABLE IF NOT EXISTS review_judge_scores (
-    run_id TEXT NOT NULL,
-    clip_id TEXT NOT NULL,
-    judge TEXT NOT NULL,
-    judge_kind TEXT NOT NULL,
-    description TEXT NOT NULL,
-    language TEXT NOT NULL,
-    score REAL NOT NULL,
-    label TEXT NOT NULL,
-    factors_json TEXT NOT NULL,
-    justification TEXT NOT NULL,
-    audio_json TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    PRIMARY KEY (run_id, clip_id, judge)
-);
-"""
-
-
-# --- the stored scores ------------------------------------------------------------------------------------------
-class JudgeScore(BaseModel):
-    """One clip's naturalness score by one judge."""
-
-    run_id: str
-    clip_id: str = Field(pattern=r"^[0-9a-f]{64}$")
-    judge: str
-    judge_kind: JudgeKind
-    description: str
-    language: str
-    score: float = Field(ge=1, le=5)
-    label: str
-    factors: dict[str, int]
-    justification: str = ""
-    audio: dict[str, Any] = Field(default_factory=dict)
-    created_at: str = ""
-
-
-def _ensure_table(store: Store) -> None:
-    ensure_review_table(store, _TABLE, "review_judge_scores")
-
-
-def _table_exists(store: Store) -> bool:
-    return review_table_exists(store, "review_judge_scores")
-
-
-def save_score(store: Store, score: JudgeScore) -> None:
-    """Store (or replace) one clip's score by one judge, in its own transaction."""
-    _ensure_table(store)
-    with store._lock:
-        try:
-            store._conn.execute(
-                "INSERT OR REPLACE INTO review_judge_scores VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (score.run_id, score.clip_id, score.judge, score.judge_kind, score.description, score.language,
-                 score.score, score.label, json.dumps(score.factors, sort_keys=True), redact(score.justification),
-                 json.dumps(score.audio, sort_keys=True),
-                 score.created_at or datetime.now(UTC).isoformat(timespec="milliseconds")))
-            store._conn.commit()
-        except BaseException:
-            store._conn.rollback()
-            raise
-
-
-def judge_scores(store: Store, run_id: str, judge: str | None = None) -> list[JudgeScore]:
-    """The run's stored judge scores (of one judge when ``judge`` is given), by judge then clip."""
-    if not _table_exists(store):
-        return []
-    query = ("SELECT run_id, clip_id, judge, judge_kind, description, language, score, label, factors_json, "
-             "justification, audio_json, created_at FROM review_judge_scores WHERE run_id=?")
-    params: tuple[str, ...] = (run_id,)
-    if judge is not None:
-        query += " AND judge=?"
-        params += (judge,)
-    rows = store._conn.execute(query + " ORDER BY judge, clip_id", params).fetchall()
-    return [JudgeScore(run_id=r[0], clip_id=r[1], judge=r[2], judge_kind=r[3], description=r[4], language=r[5],
-                       score=r[6], label=r[7], factors=json.loads(r[8]), justification=r[9], audio=json.loads(r[10]),
-                       created_at=r[11]) for r in rows]
-
 
 # --- which judge --------------------------------------------------------------------------------------------------
 @dataclass
@@ -288,9 +207,10 @@ async def judge_clips(store: Store, run_id: str, clips: dict[str, Clip], spec: J
             except (LlmError, TimeoutError, ValueError, KeyError, TypeError) as exc:
                 outcome.failures.append((clip.clip_id, redact(str(exc) or type(exc).__name__)[:300]))
                 return
-            save_score(store, JudgeScore(run_id=run_id, clip_id=clip.clip_id, judge=spec.name, judge_kind=spec.kind,
-                                         description=spec.description, language=clip.language,
-                                         audio=facts.model_dump(exclude_none=True), **graded))
+            save_judge_score(store, JudgeScore(run_id=run_id, clip_id=clip.clip_id, judge=spec.name,
+                                               judge_kind=spec.kind, description=spec.description,
+                                               language=clip.language, audio=facts.model_dump(exclude_none=True),
+                                               **graded))
             outcome.scored += 1
 
     try:

@@ -22,13 +22,10 @@ EXIT_NAMES = {0: "passed", 2: "configuration error", 3: "quality gate failed", 4
 
 
 def _run_path(text: str) -> Path:
-    path = Path(text)
-    if not path.exists():
-        from bench.config import PROJECT_ROOT
+    from bench.paths import resolve_input
 
-        candidate = PROJECT_ROOT / text
-        if candidate.exists():
-            return candidate
+    path = resolve_input(text)  # the current directory, then the shipped examples (datasets/simulation/...)
+    if not path.exists():
         raise ConfigError(f"{text}: run file not found")
     return path
 
@@ -41,9 +38,9 @@ def _artifacts_dir(args: argparse.Namespace, suite: Any) -> Path:
     if suite.run.artifacts_dir:
         path = Path(suite.run.artifacts_dir)
         return path if path.is_absolute() else (suite.base_dir / path).resolve()
-    from bench.config import PROJECT_ROOT
+    from bench.paths import DEFAULT_REPORTS_DIR, resolve_output
 
-    return PROJECT_ROOT / "reports" / "simulations" / suite.run_path.stem
+    return resolve_output(DEFAULT_REPORTS_DIR) / "simulations" / suite.run_path.stem
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

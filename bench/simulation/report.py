@@ -20,10 +20,11 @@ import numpy as np
 import pandas as pd
 from jinja2 import Environment
 
-from bench.config import PROJECT_ROOT
+from bench.paths import DEFAULT_REPORTS_DIR, resolve_output
 from bench.store import Store
 
-DEFAULT_ROOT = PROJECT_ROOT / "reports" / "simulations"
+#: where simulation stores are looked for (relative to the current directory)
+DEFAULT_ROOT = f"{DEFAULT_REPORTS_DIR}/simulations"
 COLUMNS = ["run_id", "system_id", "emulated", "scenario_id", "cells", "trials", "executed", "passed_trials",
            "pass_at_k", "pass_power_k", "naturalness", "caller_heard_ms_p50", "latency_ms_by_turn", "bundles"]
 
@@ -127,7 +128,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
 def simulation_section(stores: list[Path] | None = None, *, link_from: Path | None = None) -> SimulationSection | None:
     """The section over ``stores`` (default: every simulation store under ``reports/simulations``); bundle links
     are relative to ``link_from`` (the report's folder) when given."""
-    paths = stores if stores is not None else _stores(DEFAULT_ROOT)
+    paths = stores if stores is not None else _stores(resolve_output(DEFAULT_ROOT))
     rows = [row for path in paths if Path(path).exists() for row in _rows(Path(path))]
     if not rows:
         return None

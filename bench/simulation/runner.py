@@ -330,7 +330,7 @@ class SimulationRun:
                 store.create_run(RunInfo(
                     run_id=run_id, created_at=_now_iso(), finished_at=None, status="running",
                     dataset_path=str(self.suite.run_path), dataset_sha256=self.suite.sha256, trials=self.trials,
-                    systems=self._system_infos(), harness_version=__version__,
+                    systems=self._system_infos(), harness_version=__version__, kind="simulation",
                     config={"kind": "simulation", "run_file": str(self.suite.run_path),
                             "artifacts_dir": str(self.dir), "tags": self.options.tags,
                             "input_modes": self.input_modes, "executor": executor.name,

@@ -1,11 +1,16 @@
-"""The SQLite file of the store: runs, conversations, turns, events, artifact references and ratings (schema v2).
+"""The SQLite file of the store: runs (with their kind), conversations, turns, events, artifact references, ratings
+and the review workflow's tables (schema v3).
 
 Each finished conversation is committed in one transaction with its turns, events and artifacts (the writer commits
 the conversations that finished meanwhile together, one transaction for all of them: a conversation is never
 half-recorded), so a killed run keeps everything already recorded and resumes without repeating paid work.
-Everything written passes through the redactor first. A version-1 store is migrated in place (its runs and turns
-are kept); a store written by a newer harness is refused with a clear message. ``turns_dataframe`` is the public
-pandas view of a run.
+Everything written passes through the redactor first. Version-1 and version-2 stores are migrated in place (every
+row is kept; v3 adds each run's kind and takes in the review tables that version 2 left to ``bench.review``, with
+their rows); a store written by a newer harness is refused with a clear message. ``turns_dataframe`` is the public
+pandas view of a run; ``bench.store.query`` and ``bench.store.review`` hold the other named queries.
+
+Each run has a kind (``golden``, ``audio-loop``, ``simulation``, ``imported``); ``latest`` means the newest run of
+one kind, golden unless the caller asks for another (``--kind``).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import sqlite3
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -26,7 +31,11 @@ from bench.records import TurnRecord
 if TYPE_CHECKING:  # pandas is imported by turns_dataframe (the writer process does not need it)
     import pandas as pd
 
-STORE_SCHEMA_VERSION = 2
+STORE_SCHEMA_VERSION = 3
+
+#: what produced a run: the golden-set benchmark, the audio loop, a simulation, or rows imported from elsewhere
+RunKind = Literal["golden", "audio-loop", "simulation", "imported"]
+RUN_KINDS: tuple[str, ...] = ("golden", "audio-loop", "simulation", "imported")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,7 +49,8 @@ CREATE TABLE IF NOT EXISTS runs (
     trials INTEGER NOT NULL,
     systems_json TEXT NOT NULL,
     config_json TEXT NOT NULL,
-    harness_version TEXT NOT NULL
+    harness_version TEXT NOT NULL,
+    kind TEXT NOT NULL DEFAULT 'golden'
 );
 CREATE TABLE IF NOT EXISTS turns (
     run_id TEXT NOT NULL REFERENCES runs(run_id),
@@ -110,6 +120,72 @@ CREATE TABLE IF NOT EXISTS ratings (
 );
 """
 
+#: tables added by schema version 3: the review workflow's (``bench.store.review``). Version 2 stores may hold them
+#: already, created by the review workflow with this same DDL; they are kept with their rows.
+_SCHEMA_V3 = """
+CREATE TABLE IF NOT EXISTS review_clips (
+    run_id TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
+    system_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    turn_index INTEGER NOT NULL,
+    entry_id TEXT NOT NULL,
+    language TEXT NOT NULL,
+    question TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    media_type TEXT NOT NULL,
+    synthesized INTEGER NOT NULL,
+    engine TEXT NOT NULL,
+    voice TEXT NOT NULL,
+    PRIMARY KEY (run_id, system_id, conversation_id, trial, turn_index)
+);
+CREATE INDEX IF NOT EXISTS review_clips_by_sha ON review_clips(run_id, sha256);
+CREATE TABLE IF NOT EXISTS review_queue (
+    run_id TEXT NOT NULL,
+    reviewer TEXT NOT NULL,
+    language TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    is_repeat INTEGER NOT NULL,
+    seed TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, reviewer, language, position)
+);
+CREATE TABLE IF NOT EXISTS review_rating_context (
+    rating_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    language TEXT NOT NULL,
+    position INTEGER,
+    is_repeat INTEGER NOT NULL,
+    source TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS review_imports (
+    sha256 TEXT PRIMARY KEY,
+    file TEXT NOT NULL,
+    rows INTEGER NOT NULL,
+    imported_at TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS review_judge_scores (
+    run_id TEXT NOT NULL,
+    clip_id TEXT NOT NULL,
+    judge TEXT NOT NULL,
+    judge_kind TEXT NOT NULL,
+    description TEXT NOT NULL,
+    language TEXT NOT NULL,
+    score REAL NOT NULL,
+    label TEXT NOT NULL,
+    factors_json TEXT NOT NULL,
+    justification TEXT NOT NULL,
+    audio_json TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (run_id, clip_id, judge)
+);
+"""
+#: the runs' columns in the order ``RunInfo`` is read from
+_RUN_COLUMNS = ("run_id, created_at, finished_at, status, dataset_path, dataset_sha256, trials, systems_json, "
+                "config_json, harness_version, kind")
+
 
 class StoredEvent(BaseModel):
     """One normalized event of a conversation as stamped by the engine (ms from the conversation's start)."""
@@ -173,6 +249,7 @@ class RunInfo(BaseModel):
     systems: list[SystemInfo]
     config: dict[str, Any]
     harness_version: str
+    kind: RunKind = "golden"
 
 
 def _record_json(record: BaseModel, exclude: set[str] | None = None) -> str:
@@ -250,14 +327,16 @@ class Store:
         self._conn.executescript(_SCHEMA)
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         version = int(row[0]) if row is not None else None
-        if version == 1:
-            self._migrate_v1()
-        elif version is not None and version != STORE_SCHEMA_VERSION:
+        if version is not None and version not in (1, 2, STORE_SCHEMA_VERSION):
             self._conn.close()
             raise ConfigError(f"{self.path}: store schema version {version} is not supported "
-                              f"(this harness reads versions 1 and {STORE_SCHEMA_VERSION}); use the harness that "
+                              f"(this harness reads versions 1 to {STORE_SCHEMA_VERSION}); use the harness that "
                               "wrote it or a new --store")
-        self._conn.executescript(_SCHEMA_V2)
+        if version == 1:
+            self._migrate_v1()
+        self._conn.executescript(_SCHEMA_V2 + _SCHEMA_V3)
+        if version in (1, 2):
+            self._migrate_v2()
         if version is None:
             self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
         self._conn.commit()
@@ -270,6 +349,21 @@ class Store:
         if "turn_index" not in columns:
             self._conn.execute("ALTER TABLE turns ADD COLUMN turn_index INTEGER NOT NULL DEFAULT 0")
         self._conn.executescript(_SCHEMA_V2)
+        self._conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+        self._conn.commit()
+
+    def _migrate_v2(self) -> None:
+        """Version 2 had no run kinds and left the review tables (created alongside by ``bench.review`` with the
+        DDL now in ``_SCHEMA_V3``, so existing ones keep their rows) outside the schema: add each run's kind,
+        inferred from what produced it (a simulation records ``kind: simulation`` in its config; the audio loop
+        runs the golden files it writes, ``golden.clean.json`` and ``golden.heard.json``), every other run golden."""
+        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(runs)")}
+        if "kind" not in columns:
+            self._conn.execute("ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'golden'")
+            self._conn.execute("UPDATE runs SET kind='simulation' WHERE json_extract(config_json, '$.kind') = "
+                               "'simulation'")
+            self._conn.execute("UPDATE runs SET kind='audio-loop' WHERE dataset_path LIKE '%golden.clean.json' "
+                               "OR dataset_path LIKE '%golden.heard.json'")
         self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(STORE_SCHEMA_VERSION),))
 
     def close(self) -> None:
@@ -279,10 +373,10 @@ class Store:
     def create_run(self, info: RunInfo) -> None:
         with self._lock:
             self._conn.execute(
-                "INSERT INTO runs VALUES (?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (info.run_id, info.created_at, info.finished_at, info.status, info.dataset_path,
                  info.dataset_sha256, info.trials, json.dumps(redact_value([s.model_dump() for s in info.systems])),
-                 json.dumps(redact_value(info.config)), info.harness_version),
+                 json.dumps(redact_value(info.config)), info.harness_version, info.kind),
             )
             self._conn.commit()
 
@@ -295,21 +389,31 @@ class Store:
         return RunInfo(
             run_id=row[0], created_at=row[1], finished_at=row[2], status=row[3], dataset_path=row[4],
             dataset_sha256=row[5], trials=row[6], systems=[SystemInfo(**s) for s in json.loads(row[7])],
-            config=json.loads(row[8]), harness_version=row[9],
+            config=json.loads(row[8]), harness_version=row[9], kind=row[10],
         )
 
-    def get_run(self, run_id: str) -> RunInfo:
-        """A run by id, or the newest for ``latest`` (exit 2 naming the store when absent)."""
+    def get_run(self, run_id: str, kind: str | None = "golden") -> RunInfo:
+        """A run by id, or for ``latest`` the newest run of ``kind`` (golden by default; None = of any kind).
+        Exit 2 naming the store when absent. ``kind`` only chooses what ``latest`` means: an id names one run."""
         if run_id == "latest":
-            row = self._conn.execute("SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1").fetchone()
+            where, params = ("WHERE kind=?", (kind,)) if kind is not None else ("", ())
+            row = self._conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY created_at DESC, rowid DESC "
+                                     "LIMIT 1", params).fetchone()
+            if row is None:
+                what = f"{kind} run" if kind is not None else "run"
+                others = "" if kind is None else " (latest means the latest golden run; --kind chooses another kind)"
+                raise ConfigError(f"{self.path}: no {what} in the store{others}")
         else:
-            row = self._conn.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            row = self._conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs WHERE run_id=?", (run_id,)).fetchone()
         if row is None:
             raise ConfigError(f"{self.path}: no run {run_id!r} in the store")
         return self._run_from_row(row)
 
-    def list_runs(self) -> list[RunInfo]:
-        rows = self._conn.execute("SELECT * FROM runs ORDER BY created_at, rowid").fetchall()
+    def list_runs(self, kind: str | None = None) -> list[RunInfo]:
+        """Every run (of ``kind`` when given), oldest first."""
+        where, params = ("WHERE kind=?", (kind,)) if kind is not None else ("", ())
+        rows = self._conn.execute(f"SELECT {_RUN_COLUMNS} FROM runs {where} ORDER BY created_at, rowid",
+                                  params).fetchall()
         return [self._run_from_row(r) for r in rows]
 
     # turns ------------------------------------------------------------------------------------------

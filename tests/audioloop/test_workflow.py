@@ -10,7 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from bench.config import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (tests run from it)
+
 
 WORKFLOW = PROJECT_ROOT / ".github" / "workflows" / "voice-audio-loop-eval.yml"
 EXPRESSION = re.compile(r"\$\{\{\s*([^}]+?)\s*\}\}")

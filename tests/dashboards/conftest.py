@@ -17,10 +17,11 @@ import pytest
 import yaml
 
 from bench.cli import main
-from bench.config import PROJECT_ROOT
 from bench.store import Store
 
-GOLDEN = PROJECT_ROOT / "datasets" / "voice_golden_expanded.json"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (tests run from it)
+
+GOLDEN = PROJECT_ROOT / "bench" / "data" / "voice_golden_expanded.json"
 SYSTEMS = [
     {"id": "inhouse", "adapter": "inhouse", "role": "reference"},
     {"id": "baseline", "adapter": "generic_rag", "role": "baseline"},

@@ -7,7 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from bench.config import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (tests run from it)
+
 
 DASHBOARD = PROJECT_ROOT / "dashboards" / "grafana" / "voice-agent-bench.json"
 #: the in-house service's own series (seed 003), read by the dashboard but never emitted by the harness

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import contextlib
 import io
+from pathlib import Path
 
 import pytest
 
 from bench.cli import main
-from bench.config import PROJECT_ROOT
 from tests.dashboards.conftest import families
 from tests.dashboards.dashboard import HARNESS_PREFIX, SERVICE_SERIES, base_name, load, panels, selectors
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (tests run from it)
 
 ROWS = ("Traffic", "Latency", "Safety", "Quality")
 

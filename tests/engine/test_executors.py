@@ -31,11 +31,12 @@ from bench.engine.scheduler import run_benchmark
 from bench.errors import ConfigError
 from bench.scoring import score_turn
 from bench.store import ConversationRecord, Store
+from bench.store.query import conversation_spans
 from bench.store.writer import PendingArtifact
 from tests.engine.worker_kill import start_killer
 
 ROOT = Path(__file__).resolve().parents[2]
-GOLDEN = ROOT / "datasets" / "voice_golden_expanded.json"
+GOLDEN = ROOT / "bench" / "data" / "voice_golden_expanded.json"
 
 
 class KillSwitchOrchestrator:
@@ -115,9 +116,9 @@ def _emulated_config() -> RunConfig:
 
 def _most_at_once(store: Store, run_id: str, system_id: str) -> int:
     """The most conversations of ``system_id`` open at one moment, from their recorded start and finish times."""
-    rows = store._conn.execute(  # noqa: SLF001 - a test reading the store it wrote
-        "SELECT started_at, finished_at FROM conversations WHERE run_id=? AND system_id=?", (run_id, system_id))
-    moments = sorted(m for start, end in rows for m in ((start, 1), (end, -1)))  # at a tie, a finish comes first
+    spans = conversation_spans(store, run_id, system_id)
+    # at a tie, a finish comes first
+    moments = sorted(m for s in spans for m in ((s.started_at, 1), (s.finished_at, -1)))
     most = open_now = 0
     for _, step in moments:
         open_now += step

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def golden_file(tmp_path: Path) -> Path:
     """A copy of the seed golden file (its entries cite the real knowledge base)."""
-    return Path(shutil.copy(ROOT / "datasets" / "voice_golden_seed.json", tmp_path / "golden.json"))
+    return Path(shutil.copy(ROOT / "bench" / "data" / "voice_golden_seed.json", tmp_path / "golden.json"))
 
 
 def _write_config(tmp_path: Path, golden_file: Path, system: dict) -> Path:

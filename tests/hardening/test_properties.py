@@ -33,8 +33,8 @@ from bench.config import load_config
 from bench.errors import ConfigError, ValidationFailed
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED_GOLDEN = ROOT / "datasets" / "voice_golden_seed.json"
-SIMULATION = ROOT / "datasets" / "simulation" / "daily_planning"
+SEED_GOLDEN = ROOT / "bench" / "data" / "voice_golden_seed.json"
+SIMULATION = ROOT / "bench" / "data" / "simulation" / "daily_planning"
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # ------------------------------------------------------------------------------------------- strategies

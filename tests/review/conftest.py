@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import PROJECT_ROOT
 from bench.dataset import GoldenSet, validate_files
 from bench.records import TurnRecord
 from bench.review.clips import load_clips, prepare_clips
@@ -23,7 +22,9 @@ from bench.review.synth import EspeakSynthesizer
 from bench.store import ConversationRecord, RunInfo, Store, StoreWriter, SystemInfo
 from bench.store.writer import PendingArtifact
 
-SEED = PROJECT_ROOT / "datasets" / "voice_golden_seed.json"
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (tests run from it)
+
+SEED = PROJECT_ROOT / "bench" / "data" / "voice_golden_seed.json"
 RUN_ID = "20260101-000000-test"
 ENTRIES = ("VGS-001", "VGS-002", "VGS-003", "VGS-004", "VGS-009")
 SYSTEMS = ("sys-alpha", "sys-beta")

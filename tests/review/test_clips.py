@@ -3,7 +3,9 @@ labelled synthesized; a rerun synthesizes nothing; ElevenLabs live through the o
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import threading
 import wave
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,7 +15,7 @@ import pytest
 
 from bench.cli import main
 from bench.review.clips import SYNTH_KIND, prepare_clips
-from bench.review.ratings import clip_rows
+from bench.review.ratings import clip_rows, forget_clips
 from bench.review.synth import EspeakSynthesizer, make_synthesizer
 from bench.store import ArtifactStore
 
@@ -54,7 +56,7 @@ def test_switch_language_answers_are_spoken_in_the_target_language(tmp_path, spe
     from bench.dataset import validate_files
     from bench.review.clips import answer_language
 
-    golden = validate_files([Path(__file__).resolve().parents[2] / "datasets" / "voice_golden_seed.json"])[0]
+    golden = validate_files([Path(__file__).resolve().parents[2] / "bench" / "data" / "voice_golden_seed.json"])[0]
     by_id = golden.by_id()
     assert answer_language(by_id["VGS-016"]) == "en"  # "Kunnen we in het Engels verder?"
     assert answer_language(by_id["VGS-001"]) == "nl"
@@ -67,9 +69,9 @@ def test_elevenlabs_without_a_key_is_exit_2_naming_the_variable(review_run, monk
     assert getattr(info.value, "exit_code", None) == 2
     # a run whose answers need synthesizing: the CLI stops with 2 and synthesizes nothing with espeak-ng instead
     fresh = build_run(review_run.store_path.parent / "other", review_run.cache_dir)
-    fresh.store._conn.execute("DELETE FROM artifacts WHERE kind=?", (SYNTH_KIND,))
-    fresh.store._conn.commit()
     fresh.store.close()
+    with contextlib.closing(sqlite3.connect(fresh.store_path)) as conn, conn:  # as if never synthesized
+        conn.execute("DELETE FROM artifacts WHERE kind=?", (SYNTH_KIND,))
     code = main(["review", "clips", "--store", str(fresh.store_path), "--tts", "elevenlabs"])
     err = capsys.readouterr().err
     assert code == 2 and "ELEVENLABS_API_KEY" in err and "Traceback" not in err
@@ -118,13 +120,12 @@ def test_elevenlabs_speech_goes_through_the_official_sdk(tmp_path, monkeypatch, 
 
 def test_a_changed_golden_file_keeps_the_indexed_clips(review_run, capsys) -> None:
     store = review_run.store
-    store._conn.execute("UPDATE runs SET dataset_sha256=? WHERE run_id=?", ("f" * 64, RUN_ID))
-    store._conn.commit()
+    with contextlib.closing(sqlite3.connect(review_run.store_path)) as conn, conn:  # as if the golden file changed
+        conn.execute("UPDATE runs SET dataset_sha256=? WHERE run_id=?", ("f" * 64, RUN_ID))
     assert main(["review", "clips", "--store", str(review_run.store_path)]) == 0
     captured = capsys.readouterr()
     assert "the dataset changed" in captured.err and "using the clips indexed earlier" in captured.err
     assert "clips: en 2, nl 8" in captured.out
-    store._conn.execute("DELETE FROM review_clips")
-    store._conn.commit()
+    forget_clips(store, RUN_ID)
     assert main(["review", "clips", "--store", str(review_run.store_path)]) == 2
     assert "the dataset changed" in capsys.readouterr().err

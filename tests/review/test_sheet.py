@@ -101,7 +101,7 @@ def test_a_failure_while_writing_rolls_the_whole_sheet_back(review_run, tmp_path
     for row in rows:
         row["rating"] = "3"
     sheet = _write(tmp_path / "filled.csv", rows)
-    import bench.review.ratings as ratings_module
+    import bench.store.review as ratings_module  # where the rows are written
 
     calls = {"n": 0}
     real = ratings_module.redact

@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
-from bench.config import PROJECT_ROOT
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (tests run from it)
 
-EXAMPLES = PROJECT_ROOT / "datasets" / "simulation"
+
+EXAMPLES = PROJECT_ROOT / "bench" / "data" / "simulation"
 
 
 def edit_yaml(path: Path, change) -> None:  # noqa: ANN001

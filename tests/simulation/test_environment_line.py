@@ -26,7 +26,7 @@ from tests.simulation.conftest import load_json, run_cli
 from tests.simulation.fakes import VISITING_HOURS_SCENARIO as SCENARIO
 from tests.simulation.fakes import VISITING_HOURS_SCRIPT as SCRIPT
 
-NOISE = Path(__file__).resolve().parents[2] / "datasets" / "simulation" / "noise"
+NOISE = Path(__file__).resolve().parents[2] / "bench" / "data" / "simulation" / "noise"
 FRAME = frame_bytes(20.0, CANONICAL_RATE)
 #: the shipped example's office (hospital/environment-office.yaml) without its door
 OFFICE = Environment(id="office", impact=0.7, base_noise="hum", base_noise_volume=0.2, background_voices="voices",

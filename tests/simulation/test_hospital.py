@@ -18,7 +18,7 @@ from tests.simulation.conftest import copy_example, edit_yaml, load_json, run_cl
 def hospital(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("VOICE_BENCH_HOSPITAL_DB", str(tmp_path / "hospital.sqlite"))
     folder = copy_example("hospital", tmp_path / "hospital")
-    shutil.copytree(Path(__file__).resolve().parents[2] / "datasets" / "simulation" / "noise", tmp_path / "noise",
+    shutil.copytree(Path(__file__).resolve().parents[2] / "bench" / "data" / "simulation" / "noise", tmp_path / "noise",
                     ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     return folder / "run-hospital.yaml"
 

@@ -8,9 +8,11 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from bench.config import PROJECT_ROOT
 from tests.simulation.conftest import edit_yaml, load_json, run_cli
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (tests run from it)
 
 
 def _finished(store) -> dict[int, str]:  # noqa: ANN001

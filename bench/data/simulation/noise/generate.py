@@ -6,7 +6,7 @@
 * ``door-close.wav`` — a door thump: a low decaying resonance with a short click, 0.8 s, 48 kHz mono 24-bit.
 
 The formats differ on purpose: validation normalizes every environment WAV to 24 kHz mono s16le.
-Run: ``.venv/bin/python datasets/simulation/noise/generate.py``.
+Run: ``.venv/bin/python bench/data/simulation/noise/generate.py``.
 """
 
 from __future__ import annotations
