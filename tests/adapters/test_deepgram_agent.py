@@ -382,7 +382,7 @@ async def test_an_agent_that_is_not_interrupted_keeps_its_audio_flowing():
     ``AgentAudioDone`` and every frame of it is reported — the engine records "did not stop"."""
     launched = await launched_system(emulator={"latency": {**REALTIME, "audio_pacing": 0.1}})
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = session.events()
         await session.send_text("What are the visiting hours?")
         collected: list = []

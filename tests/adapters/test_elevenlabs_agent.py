@@ -785,7 +785,7 @@ async def test_the_initiation_is_ready_before_the_socket_opens() -> None:
 
     launched.adapter.initiation = observed_build  # type: ignore[method-assign]
     try:
-        session = await launched.adapter.open_session(conversation_spec(launched))
+        session = await launched.adapter.open_session(await conversation_spec(launched))
         await session.aclose()
     finally:
         await launched.close()

@@ -352,14 +352,14 @@ async def test_canary_credential_never_appears(monkeypatch: pytest.MonkeyPatch) 
 async def test_dtmf_is_sent_as_the_configured_message_and_declared_only_then() -> None:
     async with emulated() as launched:
         assert not launched.adapter.capabilities.dtmf
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         with pytest.raises(AdapterError) as refused:
             await session.send_dtmf("1")
         assert refused.value.code == ErrorCode.UNSUPPORTED
         await session.aclose()
     async with emulated(dtmf_message={"type": "dtmf", "digits": "{digits}"}) as launched:
         assert launched.adapter.capabilities.dtmf
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         with pytest.raises(AdapterError) as bad:
             await session.send_dtmf("12x")
         assert bad.value.code == ErrorCode.BAD_REQUEST

@@ -534,7 +534,7 @@ async def test_caller_barging_in_under_server_vad_interrupts_the_agent() -> None
 async def test_interrupt_truncates_at_the_played_position_the_engine_gives() -> None:
     launched = await start(emulator={"latency": REALTIME})
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         await session.send_text("Please tell me a long story.")
         events: list[Any] = []
         async with asyncio.timeout(TIMEOUT_S):
@@ -557,7 +557,7 @@ async def test_interrupt_truncates_at_the_played_position_the_engine_gives() -> 
 async def test_a_barge_in_after_the_last_byte_truncates_what_the_caller_had_not_heard() -> None:
     launched = await start()  # audio faster than real time: the response is over before the caller heard it
     try:
-        session = await launched.adapter.open_session(spec_for(launched))
+        session = await launched.adapter.open_session(await spec_for(launched))
         events = await exchange(session, "Please tell me a long story.")
         assert events[-1].status == "completed"
         await session.interrupt(played_ms=120.0)
@@ -573,11 +573,12 @@ async def test_a_barge_in_after_the_last_byte_truncates_what_the_caller_had_not_
 async def test_a_server_vad_cancel_truncates_at_the_engines_played_position() -> None:
     launched = await start(emulator={"latency": REALTIME}, intent_tool=False)
     try:
-        spec = spec_for(launched, input_mode="audio")
+        spec = await spec_for(launched, input_mode="audio")
         session = await launched.adapter.open_session(spec)
         session.track_playback(lambda response_id: 55.0)  # what the engine's recorder says the caller heard
-        launched.expect_utterance(spec, "Please tell me a long story.")
-        launched.expect_utterance(spec, "my name is Ada")
+        token = launched.token_of(spec)
+        await launched.emulator.expect_utterance(token, "Please tell me a long story.")
+        await launched.emulator.expect_utterance(token, "my name is Ada")
         barged = asyncio.Event()
 
         async def caller() -> None:
@@ -621,7 +622,7 @@ BOOKING = ToolSpec(name="book_appointment", description="Book a visit.",
 async def test_a_client_tool_call_is_answered_by_send_tool_result_and_spoken(beta: bool) -> None:
     launched = await start(beta=beta)
     try:
-        session = await launched.adapter.open_session(spec_for(launched, tools=[BOOKING]))
+        session = await launched.adapter.open_session(await spec_for(launched, tools=[BOOKING]))
         await session.send_text("I would like to book an appointment on Tuesday.")
         events: list[Any] = []
         async with asyncio.timeout(TIMEOUT_S):
@@ -653,7 +654,7 @@ async def test_a_client_tool_call_is_answered_by_send_tool_result_and_spoken(bet
 async def test_a_tool_result_for_no_pending_call_is_refused() -> None:
     launched = await start()
     try:
-        session = await launched.adapter.open_session(spec_for(launched, tools=[BOOKING]))
+        session = await launched.adapter.open_session(await spec_for(launched, tools=[BOOKING]))
         with pytest.raises(AdapterError) as caught:
             await session.send_tool_result("call_nope", "{}")
         assert caught.value.code == ErrorCode.BAD_REQUEST

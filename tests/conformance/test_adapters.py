@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
+from adapters._kit.intent_tool import INTENT_TOOL_NAME
 from adapters.emulators._kit.faults import EXPECTED_CODE, FAULT_KINDS
-from adapters.intent_tool import INTENT_TOOL_NAME
 from bench.audio.pcm import tone_pcm16
 from bench.audio.recorder import DuplexRecorder
 from bench.config import RetryPolicy, SystemConfig

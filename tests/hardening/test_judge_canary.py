@@ -58,7 +58,8 @@ async def test_a_failing_judge_is_exit_4_and_its_key_appears_nowhere(tmp_path: P
     server = await EchoServer([canary]).start()
     work = tmp_path / "work"
     work.mkdir()
-    config = {"dataset": str(ROOT / "datasets" / "voice_golden_expanded.json"), "store": str(work / "store.sqlite"),
+    config = {"dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"),
+              "store": str(work / "store.sqlite"),
               "reports_dir": str(work / "reports"), "limit": 4,
               "systems": [{"id": "inhouse", "adapter": "inhouse", "role": "reference"}]}
     config_path = work / "config.yaml"
