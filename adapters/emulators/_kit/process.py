@@ -37,7 +37,10 @@ from bench.protocol import Endpoint
 from bench.protocol.redact import redact
 
 START_TIMEOUT_S = 60.0
-CALL_TIMEOUT_S = 15.0
+#: a control-plane call (register, release, ...) is answered at once by a healthy child; this only guards against a
+#: hung one, and it happens before a conversation's clock starts, so it is sized for a heavily loaded machine (15 s
+#: failed conversations at a load average of 9 on 2 cores)
+CALL_TIMEOUT_S = 60.0
 STOP_GRACE_S = 5.0
 STDERR_TAIL_CHARS = 2000
 #: the directory holding the ``adapters`` and ``bench`` packages, put on the child's path so it imports the same code

@@ -30,7 +30,11 @@ class ElevenLabsEmulatorOptions(BaseModel):
     emit_vad_score: bool = True
     #: a signed URL (``conversation_signature``) is required on the socket when True
     require_signed_url: bool = False
-    init_wait_s: float = Field(default=1.0, ge=0)
+    #: how long the agent waits for ``conversation_initiation_client_data`` before starting with its defaults (a
+    #: late one is then refused with 1008). ElevenLabs documents no such wait, only that the initiation comes first;
+    #: 10 s keeps a harness delayed by its own machine's load from being failed for it (at 1 s a loaded 2-core
+    #: machine failed conversations that had sent the initiation as their first message).
+    init_wait_s: float = Field(default=10.0, ge=0)
     tool_timeout_s: float = Field(default=10.0, ge=0)
     ping_interval_s: float | None = Field(default=None, gt=0, description="periodic pings besides the first one")
     #: keep every message both ways in ``RunningElevenLabs.log`` (tests, recordings)
