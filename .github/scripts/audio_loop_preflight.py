@@ -21,8 +21,12 @@ import argparse
 import importlib.util
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
 from bench.errors import EXIT_OK, EXIT_USAGE, BenchError
+
+if TYPE_CHECKING:
+    from bench.config import RunConfig
 
 #: the extra every audio loop needs (jiwer for WER/CER; pocketsphinx, the offline recognizer)
 LOOP_EXTRA = "audio"
@@ -32,7 +36,7 @@ STT_EXTRAS = {"pocketsphinx": LOOP_EXTRA, "deepgram": "deepgram"}
 PROJECT = "voice-agent-bench"
 
 
-def _config(path: str | None, systems: str | None):
+def _config(path: str | None, systems: str | None) -> RunConfig:
     from bench.config import DEFAULT_CONFIG, load_config
     from bench.paths import resolve_input
 
@@ -42,7 +46,7 @@ def _config(path: str | None, systems: str | None):
     return config
 
 
-def needed_extras(config, tts: str, stt: str) -> list[str]:
+def needed_extras(config: RunConfig, tts: str, stt: str) -> list[str]:
     """The extras of this project the run needs (sorted); an adapter of another package names its own, not listed."""
     from bench.engine.registry import spec_for
 
@@ -79,7 +83,7 @@ def _sdk_installed(module: str) -> bool:
         return False
 
 
-def _check_systems(config) -> list[str]:
+def _check_systems(config: RunConfig) -> list[str]:
     from bench.engine.registry import emulator_start, spec_for
     from bench.engine.scheduler import build_adapters
 
