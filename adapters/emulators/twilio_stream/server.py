@@ -8,8 +8,10 @@ said, the injected answerer gives the reply (language from ``start.customParamet
 paces its audio (a tone as long as the reply would take to say; emulators have no TTS), sent as base64 μ-law
 ``media`` messages, followed by a ``mark`` (``response-<n>``) the agent learns from when its audio has played.
 
-Turn-taking profile: caller speech while the agent talks is a barge-in; the agent stops within
-``vad.barge_in_reaction_ms`` and then sends ``clear`` so Twilio drops what it still has queued. A ``dtmf`` key is
+Turn-taking profile: caller speech while the agent talks — while it still sends audio, or until Twilio answers the
+mark behind it (an agent whose TTS runs ahead of the line is still talking while Twilio plays its queue) — is a
+barge-in; the agent stops within ``vad.barge_in_reaction_ms`` and then sends ``clear`` so Twilio drops what it still
+has queued. A ``dtmf`` key is
 answered like an utterance (``the caller pressed <key>``) when ``answer_dtmf`` is on (the default).
 
 Faults, per response through the kit's one picker: ``error_event`` / ``rate_limit`` close the socket with 1011
@@ -75,6 +77,8 @@ class StreamConnection:
         self.from_line = AudioConverter(LINE_FORMAT, AudioFormat(sample_rate=wire.SAMPLE_RATE))
         self.responder: asyncio.Task[Any] | None = None
         self.barge_in = asyncio.Event()
+        #: marks sent and not yet answered by Twilio (its playback has not reached them)
+        self.marks: dict[str, asyncio.Event] = {}
 
     @property
     def responding(self) -> bool:
@@ -123,6 +127,9 @@ class StreamConnection:
                 self.queue_response(f"the caller pressed {message.dtmf.digit}", origin=time.monotonic())
         elif isinstance(message, wire.MarkPlayed):
             self.log(f"mark:{message.mark.name}")
+            played = self.marks.get(message.mark.name)
+            if played is not None:
+                played.set()
         elif isinstance(message, wire.Stop):
             self.log("stop")
             return False
@@ -197,13 +204,28 @@ class StreamConnection:
                                  reaction_ms=self.context.settings.vad.barge_in_reaction_ms, start=begin)
         except Disconnected:
             return
-        if result.interrupted:
+        interrupted = result.interrupted or await self.play_out(f"response-{key.response}", barge_in)
+        if interrupted:
             await self.send(wire.Clear(stream_sid=self.stream_sid))
             self.log(f"sent:clear:{key.response}")
-        else:
-            mark = wire.MarkName(name=f"response-{key.response}")
-            await self.send(wire.AgentMark(stream_sid=self.stream_sid, mark=mark))
-        state.remember(utterance, answer.text if not result.interrupted else "")
+        state.remember(utterance, answer.text if not interrupted else "")
+
+    async def play_out(self, name: str, barge_in: asyncio.Event) -> bool:
+        """All audio is sent; Twilio may still be playing it. Mark its end and wait for Twilio's answer: a barge-in
+        before it comes stops the agent (after its reaction time). True when it did."""
+        played = self.marks[name] = asyncio.Event()
+        await self.send(wire.AgentMark(stream_sid=self.stream_sid, mark=wire.MarkName(name=name)))
+        waits = {asyncio.ensure_future(played.wait()), asyncio.ensure_future(barge_in.wait())}
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waits:
+                task.cancel()
+            self.marks.pop(name, None)
+        if played.is_set():
+            return False
+        await asyncio.sleep(self.context.settings.vad.barge_in_reaction_ms / 1000)
+        return not played.is_set()
 
     async def send(self, message: BaseModel) -> None:
         await self.ws.send(json.dumps(wire.dump(message)))

@@ -13,6 +13,8 @@
   ``silence_end_ms`` — or after this much silent audio (agents that stream silence); ``silence_threshold`` — the
   peak sample level counted as silence.
 * ``connect_timeout_s`` (default 10).
+* ``latency_basis`` — the harness's report label for what the row's latency measures (e.g. ``"phone (Twilio Media
+  Streams), emulator profile"``), so a phone row says its transport; the adapter itself does not read it.
 
 Capabilities: audio in and out only (the protocol carries no text), server VAD (the agent hears the caller stop),
 DTMF, and interruption as a phone line has it: the caller's voice, and the agent's ``clear``.
@@ -53,6 +55,8 @@ class TwilioStreamOptions(BaseModel):
     silence_end_ms: float | None = Field(default=None, gt=0)
     silence_threshold: int = Field(default=256, ge=0, le=32767)
     connect_timeout_s: float = Field(default=10.0, gt=0)
+    latency_basis: str | None = Field(default=None, description="what this row's latency measures, as the report "
+                                      "shows it (read by the harness, not by the adapter)")
 
     @field_validator("auth_token")
     @classmethod
