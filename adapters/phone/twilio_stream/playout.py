@@ -15,6 +15,9 @@ import contextlib
 from collections import deque
 from collections.abc import Callable
 
+#: Twilio plays the line in 20 ms frames
+FRAME_S = 0.02
+
 
 class Playout:
     """The playback queue of one stream; ``run()`` is its task (started and cancelled by the session)."""
@@ -40,8 +43,11 @@ class Playout:
         return len(self._queue)
 
     def add_audio(self, pcm: bytes) -> None:
+        """Queue ``pcm`` in 20 ms pieces, the line's frames (a ``clear`` drops what has not started playing)."""
+        step = max(2, int(self.bytes_per_second * FRAME_S) // 2 * 2)
+        for offset in range(0, len(pcm), step):
+            self._queue.append(("audio", pcm[offset: offset + step]))
         if pcm:
-            self._queue.append(("audio", pcm))
             self._wake.set()
 
     def add_mark(self, name: str) -> None:
@@ -64,13 +70,13 @@ class Playout:
             if not self._queue:
                 await self._idle()
                 continue
-            kind, item = self._queue.popleft()
             generation = self._generation
             wait = self.playing_until - self._loop.time()
-            if wait > 0:
+            if wait > 0:  # the head stays queued while it waits its turn, so a clear drops (and answers) it
                 await asyncio.sleep(wait)
-            if generation != self._generation:
-                continue  # a clear dropped it while it waited its turn
+            if generation != self._generation or not self._queue:
+                continue
+            kind, item = self._queue.popleft()
             if kind == "mark":
                 self.on_mark(str(item))
                 continue
