@@ -22,8 +22,10 @@ profile names, always in the order a call applies them:
 
 All randomness comes from one ``numpy`` generator seeded by ``seed`` and the profile's name, so the same seed gives
 the same bytes; ``ImpairmentReport`` says what was done (packets lost, late, clipped samples, Opus bytes), to be
-recorded with the run. ``PROFILES`` is the named table (``pstn``, ``mobile-poor``, ``speakerphone``), validated when
-this module loads; ``profile(name)`` looks one up.
+recorded with the run. ``impair_speech`` impairs a golden run's recordings (``voice-bench run --input audio
+--impairment NAME``), each entry seeded by the run's seed and its id, so every system hears the same audio.
+``PROFILES`` is the named table (``pstn``, ``mobile-poor``, ``speakerphone``), validated when this module loads;
+``profile(name)`` looks one up.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 from scipy import signal
 
 from bench.errors import ConfigError
-from bench.protocol.audio import g711_decode, g711_encode, resample
+from bench.protocol.audio import CANONICAL_RATE, g711_decode, g711_encode, resample
 
 #: the packet size of the network stages and the Opus frame
 PACKET_MS = 20
@@ -167,6 +169,19 @@ class ImpairmentReport(BaseModel):
     @property
     def loss_fraction(self) -> float:
         return (self.lost_packets + self.late_packets) / self.packets if self.packets else 0.0
+
+
+def entry_seed(run_seed: int, key: str) -> int:
+    """The seed of one recording of a run (every system hears the same impaired audio for the same entry)."""
+    return int.from_bytes(hashlib.sha256(f"{run_seed}:{key}".encode()).digest()[:4], "little")
+
+
+def impair_speech(speech: dict[str, bytes], name: str, run_seed: int,
+                  sample_rate: int = CANONICAL_RATE) -> dict[str, bytes]:
+    """Each entry's caller audio through the profile ``name``, seeded by the run's seed and the entry's key."""
+    chosen = profile(name)
+    return {key: impair(pcm, sample_rate, chosen, entry_seed(run_seed, key), name=name)[0]
+            for key, pcm in speech.items()}
 
 
 def _generator(seed: int, name: str) -> np.random.Generator:

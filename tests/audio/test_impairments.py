@@ -164,3 +164,13 @@ def test_the_named_profiles_and_their_validation():
         ProfileTable.model_validate({"pstn2": {"description": "x", "loss": {"rate": 1.5}}})
     with pytest.raises(ValidationError, match="add telephone_band"):
         ProfileTable.model_validate({"bad": {"description": "x", "g711": {"law": "alaw"}}})
+
+
+def test_a_runs_recordings_are_impaired_per_entry_and_reproducibly():
+    speech = {"q1": pcm(speechlike(1.0)), "q2": pcm(speechlike(1.0))}
+    first = imp.impair_speech(speech, "speakerphone", run_seed=7)
+    assert first == imp.impair_speech(speech, "speakerphone", run_seed=7)
+    assert first["q1"] != first["q2"]  # the same words, each entry its own room noise and losses
+    assert first != imp.impair_speech(speech, "speakerphone", run_seed=8)
+    with pytest.raises(ConfigError, match="unknown"):
+        imp.impair_speech(speech, "nope", run_seed=7)
