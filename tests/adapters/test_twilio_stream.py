@@ -318,3 +318,40 @@ def test_options_are_checked_when_the_system_is_built(monkeypatch):
         _system(custom_parameters={"x": "{secret}"})
     with pytest.raises(ConfigError, match="'live' or 'emulated'"):
         _system("local")
+
+
+async def _emulator():
+    from adapters.emulators._kit.control import ControlPlane
+    from adapters.emulators._kit.running import EmulatorSettings
+    from adapters.emulators.twilio_stream import start
+    from tests.fakes.answerer import FakeAnswerer
+
+    return await start(EmulatorSettings(), control=ControlPlane(), answerer=FakeAnswerer(), options={})
+
+
+@pytest.mark.parametrize("opening", [
+    [{"event": "start", "sequenceNumber": "1", "streamSid": "MZ1",
+      "start": {"streamSid": "MZ1", "accountSid": "AC1", "callSid": "CA1"}}],
+    [{"event": "connected", "protocol": "Call", "version": "1.0.0"},
+     {"event": "start", "sequenceNumber": "1", "streamSid": "MZ1",
+      "start": {"streamSid": "MZ1", "accountSid": "AC1", "callSid": "CA1",
+                "mediaFormat": {"encoding": "audio/x-l16", "sampleRate": 16000, "channels": 1}}}],
+    [{"event": "connected", "protocol": "Call", "version": "1.0.0"},
+     {"event": "media", "sequenceNumber": "2", "streamSid": "MZ1",
+      "media": {"track": "inbound", "chunk": "1", "timestamp": "0", "payload": ""}}],
+], ids=["start-before-connected", "not-mulaw-8k", "media-before-start"])
+async def test_the_emulated_agent_refuses_a_stream_twilio_would_never_open(opening):
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import ConnectionClosed
+
+    emulator = await _emulator()
+    try:
+        async with connect(emulator.url + "/c/tok") as ws:
+            for message in opening:
+                await ws.send(json.dumps(message))
+            with pytest.raises(ConnectionClosed) as closed:
+                async with asyncio.timeout(10):
+                    await ws.recv()
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1003
+    finally:
+        await emulator.close()
