@@ -177,3 +177,15 @@ def test_a_runs_recordings_are_impaired_per_entry_and_reproducibly():
     assert first != imp.impair_speech(speech, "speakerphone", run_seed=8)
     with pytest.raises(ConfigError, match="unknown"):
         imp.impair_speech(speech, "nope", run_seed=7)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--impairment", "pstn"], "--impairment needs --input audio"),
+    (["--input", "audio", "--impair", "carrier-pigeon"], "unknown; known: pstn, mobile-poor, speakerphone"),
+])
+def test_run_refuses_a_bad_impairment_with_exit_2(tmp_path, monkeypatch, capsys, argv, message):
+    from bench.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "--systems", "inhouse", "--limit", "1", "--no-progress", *argv]) == 2
+    assert message in capsys.readouterr().err
