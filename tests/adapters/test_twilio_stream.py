@@ -232,7 +232,9 @@ async def test_clear_drops_audio_not_yet_played():
     try:
         events = await _events_until(session, lambda e: isinstance(e, ResponseDone))
         played_s = sum(len(e.pcm16) for e in events if isinstance(e, AudioDelta)) / 2 / 24000
-        assert 0.1 < played_s < 1.9  # what played before the clear; the rest of the 2 s never reached the line
+        # what played before the clear (fewer frames on a stalled loop: the line never bursts to catch up); the
+        # rest of the 2 s never reached the line
+        assert 0.0 < played_s < 1.9
     finally:
         await session.aclose()
         server.close()
