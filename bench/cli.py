@@ -157,7 +157,7 @@ def _validate_stored_config(stored: dict, source: str) -> RunConfig:
     """The stored config as a ``RunConfig``; a config that no longer validates is exit 2 naming entry and field."""
     from bench.errors import Problem, ValidationFailed
 
-    data = {k: v for k, v in stored.items() if k not in ("input_mode", "barge_in_at_ms")}
+    data = {k: v for k, v in stored.items() if k not in ("input_mode", "barge_in_at_ms", "impairment")}
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -200,6 +200,12 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 cap_usd=args.max_cost_usd, price_emulated=args.price_emulated)
     if args.barge_in_at_ms is not None and input_mode != "audio":
         raise ConfigError("--barge-in-at-ms needs --input audio (the caller barges in by speaking)")
+    if args.impairment is not None:
+        if input_mode != "audio":
+            raise ConfigError("--impairment needs --input audio (it changes the caller's audio)")
+        from bench.audio.impairments import profile
+
+        profile(args.impairment)  # an unknown name is exit 2, listing the known ones
     cost_cap = None
     if args.max_cost_usd is not None:
         from bench.engine.budget import CostCap
@@ -222,7 +228,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                 progress=not args.no_progress, adapters=adapters,
                                                 input_mode=input_mode, reports_dir=config.output(config.reports_dir),
                                                 executor=executor, cost_cap=cost_cap,
-                                                barge_in_at_ms=args.barge_in_at_ms))
+                                                barge_in_at_ms=args.barge_in_at_ms, impairment=args.impairment))
         except ConfigError as exc:  # emulator settings, a dataset changed since the run started, …
             raise _naming(source, exc) from None
         # what the cap did (estimate, actual, what it left unstarted) goes into the report; an earlier
@@ -419,6 +425,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--barge-in-at-ms", type=_int_range("--barge-in-at-ms", 0, 60_000), metavar="N",
                      help="with --input audio: the caller barges in N ms after the agent's audio starts playing; "
                           "the stop time is measured from the agent's own audio")
+    run.add_argument("--impairment", "--impair", metavar="PROFILE",
+                     help="with --input audio: the caller's audio through a named impairment profile (pstn, "
+                          "mobile-poor, speakerphone; bench/audio/impairments.py), seeded by the run's seed")
     run.add_argument("--resume", metavar="RUN", help="continue a stored run, skipping turns that succeeded")
     run.add_argument("--store", help="store file (default from the config)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")

@@ -393,9 +393,11 @@ def _interleave(per_system: dict[str, list[GoldenUnit]]) -> list[GoldenUnit]:
 
 
 async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str, run_id: str,
-                          synthesizer: Any | None, barge_in_at_ms: float | None = None) -> RunContext:
+                          synthesizer: Any | None, barge_in_at_ms: float | None = None,
+                          impairment: str | None = None) -> RunContext:
     """Retrieval once per question (the same passages for every system), each system's context strategy
-    (``bench.knowledge.strategy_contexts``; full_kb that does not fit is exit 2) and, for audio, the speech."""
+    (``bench.knowledge.strategy_contexts``; full_kb that does not fit is exit 2) and, for audio, the speech (through
+    the named caller-audio ``impairment`` profile, seeded by the run's seed and the entry)."""
     from bench.knowledge import languages_of, load_knowledge_base, strategy_contexts
 
     ctx = RunContext(run_id=run_id, input_mode=input_mode, barge_in_at_ms=barge_in_at_ms)
@@ -414,6 +416,10 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
             return {e.id: synth.pcm(e.phone_question, e.language) for e in golden.entries}
 
         ctx.speech = await asyncio.to_thread(render)
+        if impairment is not None:
+            from bench.audio.impairments import impair_speech
+
+            ctx.speech = await asyncio.to_thread(impair_speech, ctx.speech, impairment, config.seed)
         if barge_in_at_ms is not None:
             languages = sorted({e.language for e in golden.entries})
             ctx.barge_speech = await asyncio.to_thread(
@@ -427,7 +433,8 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                         input_mode: str = "text", reports_dir: Path | None = None,
                         synthesizer: Any | None = None, answerer: Any | None = None,
                         executor: Executor | None = None, cost_cap: Any | None = None,
-                        barge_in_at_ms: float | None = None, kind: RunKind = "golden") -> RunOutcome:
+                        barge_in_at_ms: float | None = None, kind: RunKind = "golden",
+                        impairment: str | None = None) -> RunOutcome:
     """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``.
 
     ``executor`` says where conversations run (``bench.engine.executors``; default the local executor, asyncio
@@ -445,6 +452,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                               f"({existing.dataset_sha256[:12]} != {golden.sha256[:12]}); start a new run")
         input_mode = existing.config.get("input_mode", input_mode)
         barge_in_at_ms = existing.config.get("barge_in_at_ms", barge_in_at_ms)
+        impairment = existing.config.get("impairment", impairment)
         done = store.completed_keys(run_id)
     else:
         run_id = run_id or new_run_id()
@@ -453,7 +461,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
     try:
         # emulator settings errors are exit 2, before the run is recorded
         await executor.launch(config.systems, adapters, answerer=answerer)
-        ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer, barge_in_at_ms)
+        ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer, barge_in_at_ms, impairment)
         await asyncio.to_thread(warm_up)  # imports and first uses before any conversation's clock starts
         if cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
             cost_cap.prepare(config, golden, ctx, input_mode, store.turns(run_id) if resume else [])
@@ -463,7 +471,8 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                 dataset_path=golden.path, dataset_sha256=golden.sha256, trials=config.trials,
                 systems=[system_info(s, adapters[s.id]) for s in config.systems],
                 config={**config.model_dump(mode="json"), "input_mode": input_mode,
-                        **({"barge_in_at_ms": barge_in_at_ms} if barge_in_at_ms is not None else {})},
+                        **({"barge_in_at_ms": barge_in_at_ms} if barge_in_at_ms is not None else {}),
+                        **({"impairment": impairment} if impairment is not None else {})},
                 harness_version=__version__,
                 kind=kind,
             ))

@@ -231,7 +231,7 @@ def failures(scored: pd.DataFrame) -> tuple[dict[str, int], list[FailureDetail],
             language=str(row.language),
             expected_intent=str(row.expected_intent),
             observed_intent=row.observed_intent,
-            intent_source=row.intent_source,
+            intent_source=row.intent_source if isinstance(row.intent_source, str) else None,  # a category: NaN
             reasons=[p for p in str(row.reasons).split("; ") if p],
             answer=str(row.answer)[:ANSWER_PREVIEW_CHARS],
             occurrences=int(row.occurrences),

@@ -25,7 +25,7 @@ from bench.audio.pcm import tone_pcm16
 from bench.audio.recorder import DuplexRecorder
 from bench.config import RetryPolicy, SystemConfig
 from bench.engine.clock import EventTap, now
-from bench.engine.conversation import Observer, audio_exchange, fold, hang_up, text_exchange
+from bench.engine.conversation import BargeIn, Observer, audio_exchange, fold, hang_up, text_exchange
 from bench.engine.launch import LaunchedSystem, launch
 from bench.engine.registry import create_adapter
 from bench.engine.scheduler import check_capabilities
@@ -57,6 +57,8 @@ class Case:
     vendor_reaction: bool = False
     #: emulator settings that configure the agent with the conformance tool (vendors that keep tools on the agent)
     tool_emulator: dict[str, Any] = field(default_factory=dict)
+    #: its protocol carries audio only (a phone line): answers are judged by their audio, there is no text to read
+    speaks_only: bool = False
 
     @property
     def id(self) -> str:
@@ -79,6 +81,7 @@ CASES = [
     Case("websocket", vendor_reaction=True),
     Case("pcm_websocket", vendor_reaction=True),
     Case("http"),
+    Case("twilio_stream", vendor_reaction=True, speaks_only=True),
     Case("inhouse", mode="local", options={"orchestrator": MEMORY}, persistence="local"),
     Case("generic_rag", mode="local", persistence="local", remembers=False),
 ]
@@ -170,10 +173,12 @@ async def test_three_turns_on_one_connection(case):
     try:
         async with Conversation(launched, _input_mode(launched)) as conversation:
             first = await conversation.say("Hello, my name is Alice.")
-            await conversation.say("What are the visiting hours?")
+            second = await conversation.say("What are the visiting hours?")
             third = await conversation.say("Sorry, what is my name?")
             connections = conversation.connections()
-        if case.remembers:
+        if case.speaks_only:  # nothing but audio comes back: each turn is answered by the agent's voice
+            assert all(turn["ttfa_ms"] is not None and turn["ttfa_ms"] > 0 for turn in (first, second, third))
+        elif case.remembers:
             assert "Alice" in third["answer"], (first, third)
         else:
             assert third["answer"]
@@ -196,7 +201,7 @@ async def test_audio_in_and_out(case):
             pytest.skip(f"{case.adapter} declares no audio input in emulated mode")
         async with Conversation(launched, "audio") as conversation:
             result = await conversation.say("What are the visiting hours?")
-        assert result["answer"]
+        assert result["answer"] or case.speaks_only
         if capabilities.audio_output:
             assert result["ttfa_ms"] is not None and result["ttfa_ms"] > 0
     finally:
@@ -211,6 +216,9 @@ async def test_interruption_where_declared(case):
             with pytest.raises(ConfigError, match="interruption"):
                 check_capabilities(launched.config, launched.adapter, ["interruption"], "a barge-in scenario")
             return
+        if case.speaks_only:
+            pytest.skip("on a phone line the interruption is the caller's voice, not a message: "
+                        "test_barge_in_on_the_line_stop_time_comes_from_the_agents_audio covers it")
         async with Conversation(launched, _input_mode(launched)) as conversation:
             if conversation.input_mode == "audio":
                 await launched.emulator.expect_utterance(launched.token_of(conversation.spec),
@@ -350,6 +358,69 @@ async def test_barge_in_stop_time_comes_from_the_agents_audio(case, keeps_talkin
             assert stop_ms >= 1500, f"{case.adapter}: the agent set to keep talking stopped after {stop_ms:.0f} ms"
         else:
             assert stop_ms < 2000, f"{case.adapter}: the agent stopped {stop_ms:.0f} ms after the barge-in"
+    finally:
+        await launched.close()
+
+
+@pytest.mark.parametrize("keeps_talking", [False, True], ids=["stops", "keeps-talking"])
+@pytest.mark.parametrize("case", [c for c in EMULATED if c.speaks_only], ids=lambda c: c.id)
+async def test_barge_in_on_the_line_stop_time_comes_from_the_agents_audio(case, keeps_talking):
+    """An audio-only line (a phone call): the caller's barge-in is its voice on the open line, 300 ms into the
+    agent's answer, through the engine's own barge-in driver; the stop time is measured from the agent's audio. An
+    agent that reacts in 150 ms is seen stopping; one that reacts only after 2.5 s did not stop (a result)."""
+    reaction_ms = 2500 if keeps_talking else 150
+    launched = await _launch(case, {**REALTIME, "vad": {"barge_in_reaction_ms": reaction_ms}})
+    try:
+        async with Conversation(launched, "audio") as conversation:
+            token = launched.token_of(conversation.spec)
+            await launched.emulator.expect_utterance(token, "Please tell me a long story about the hospital.")
+            await launched.emulator.expect_utterance(token, "Hello, my name is Alice.")
+            recorder = DuplexRecorder(origin=now())
+            async with asyncio.timeout(30):
+                exchange = await audio_exchange(conversation.session, conversation.tap, _speech(), recorder,
+                                                line_open=True, barge_in=BargeIn(offset_ms=300, speech=tone_pcm16(900)))
+            result = fold(exchange)
+        assert result["interrupted"] is True
+        assert result["barge_in_played_ms"] is not None and result["barge_in_played_ms"] >= 200
+        if keeps_talking:
+            assert result["barge_in_stopped"] is False, result
+        else:
+            assert result["barge_in_stopped"] is True and result["barge_in_stop_ms"] < 2000, result
+    finally:
+        await launched.close()
+
+
+#: what each emulator logs for a received keypad key (its wire's own DTMF message)
+DTMF_LOG = {"twilio_stream": lambda key: f"dtmf:{key}"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+async def test_dtmf_where_declared(case):
+    """Keypad keys reach the agent on the vendor's wire, in order, and the agent can answer them; an adapter that
+    declares no DTMF is refused by a plan that needs it."""
+    launched = await _launch(case)
+    try:
+        if not launched.adapter.capabilities.dtmf:
+            with pytest.raises(ConfigError, match="dtmf"):
+                check_capabilities(launched.config, launched.adapter, ["dtmf"], "a keypad menu")
+            return
+        async with Conversation(launched, _input_mode(launched)) as conversation:
+            await conversation.session.send_dtmf("4#")
+            with pytest.raises(AdapterError):
+                await conversation.session.send_dtmf("x")
+            audio = False
+            async with asyncio.timeout(15):
+                while True:
+                    item = await conversation.tap.next()
+                    assert item is not None
+                    audio = audio or (isinstance(item.event, AudioDelta) and item.event.response_id is not None)
+                    if isinstance(item.event, ResponseDone):
+                        break
+        assert audio
+        received = launched.emulator.log.received[conversation.spec.conversation_id]
+        label = DTMF_LOG[case.adapter]
+        keys = [entry for entry in received if entry in (label("4"), label("#"))]
+        assert keys == [label("4"), label("#")], received
     finally:
         await launched.close()
 
