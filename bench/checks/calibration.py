@@ -41,6 +41,8 @@ FORMAT = "voice-bench-calibration/1"
 DEFAULT_THRESHOLD = 0.6
 Language = Literal["en", "nl", "fr", "it"]
 Intent = Literal["answered", "farewell", "switch_language", "appointment", "escalate", "out_of_scope", "clarify"]
+Split = Literal["development", "held_out"]
+SPLITS: tuple[Split, ...] = ("development", "held_out")
 VOICE_SUBCHECKS: tuple[str, ...] = ("sentences", "markdown", "url", "digits", "emoji", "roman_numerals")
 
 
@@ -51,6 +53,8 @@ class _Item(BaseModel):
     language: Language
     kind: str
     provenance: str
+    #: ``development`` (tune on it) or ``held_out`` (figures only); None in a user's unsplit file
+    split: Split | None = None
 
 
 class RefusalItem(_Item):
@@ -99,6 +103,46 @@ ITEM_TYPES: dict[str, tuple[str, type[_Item]]] = {
     "key_facts": ("states_all", KeyFactsItem),
     "voice_shape": ("max_sentences", VoiceShapeItem),
 }
+
+
+#: the label fields of each checker's items: the split is stratified on them
+LABEL_FIELDS: dict[str, tuple[str, ...]] = {
+    "refusal": ("declines", "refers", "gives_advice"),
+    "intent": ("intent", "answer_language"),
+    "faithfulness": ("faithful",),
+    "key_facts": ("states_all",),
+    "voice_shape": ("markdown", "url", "digits", "emoji", "roman_numerals"),
+}
+
+
+def _stratum_label(row: dict[str, Any], checker: str) -> str:
+    label = [str(row.get(field)) for field in LABEL_FIELDS[checker]]
+    if checker == "voice_shape":
+        label.append(str(int(row.get("sentences", 0)) > int(row.get("max_sentences", 0))))
+    return "|".join(label)
+
+
+def assign_splits(rows: list[dict[str, Any]], where: str = "calibration set") -> dict[str, Split]:
+    """id -> split by the documented rule: per language, ordered by label, kind and sha256(id), dealt alternately.
+
+    Deterministic and stratified: both halves hold every language, both classes of each label and each kind
+    (within one item), and adding an item moves few others. ``scripts/split-calibration`` writes the result
+    into the shipped files as each item's ``split`` field.
+    """
+    by_language: dict[str, list[tuple[str, str, str, str]]] = {}
+    for number, row in enumerate(rows, start=1):
+        kinds = [name for name, (field, _) in ITEM_TYPES.items() if field in row]
+        item_id = row.get("id")
+        if len(kinds) != 1 or not isinstance(item_id, str):
+            raise ConfigError(f"{where}: item {number}: needs an id and exactly one checker's label fields")
+        digest = hashlib.sha256(item_id.encode("utf-8")).hexdigest()
+        by_language.setdefault(str(row.get("language")), []).append(
+            (_stratum_label(row, kinds[0]), str(row.get("kind")), digest, item_id))
+    splits: dict[str, Split] = {}
+    for members in by_language.values():
+        for index, (*_, item_id) in enumerate(sorted(members)):
+            splits[item_id] = SPLITS[index % 2]
+    return splits
 
 
 class CalibrationSet(BaseModel):
