@@ -76,7 +76,7 @@ def test_calibrate_command_over_a_users_set(tmp_path: Path, capsys: pytest.Captu
     assert main(["calibrate", "--set", str(_write(tmp_path, ITEMS)), "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "refusal.declines" in printed and "voice_shape.sentences" in printed
-    assert "offline-refusal-rules v1" in printed
+    assert "offline-refusal-rules v2" in printed
     report = load_report(out)
     declines = report.agreement("refusal.declines")
     assert declines is not None and declines.n == 3 and declines.kappa == 1.0 and declines.status == "ok"
