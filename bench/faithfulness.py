@@ -22,7 +22,7 @@ Judges with one interface each (and a ``name`` every figure shows):
 - ``DeepEvalFaithfulness``: DeepEval's ``FaithfulnessMetric`` with a ``DeepEvalBaseLLM`` subclass talking to
   any OpenAI-compatible chat-completions endpoint (``BENCH_JUDGE_BASE_URL``, ``BENCH_JUDGE_MODEL``,
   ``BENCH_JUDGE_API_KEY``). DeepEval is imported lazily, with its telemetry and update check turned off.
-- ``OfflineCorrectness`` ("offline-key-facts v1"): the share of the entry's key facts the answer states
+- ``OfflineCorrectness`` ("offline-key-facts v2"): the share of the entry's key facts the answer states
   (``bench.checks.facts``). ``DeepEvalCorrectness``: DeepEval ``GEval`` with correctness criteria over the
   answer and the key facts as expected output, on the same judge endpoint.
 
@@ -55,7 +55,7 @@ ENV_MODEL = "BENCH_JUDGE_MODEL"
 ENV_API_KEY = "BENCH_JUDGE_API_KEY"
 
 OFFLINE_JUDGE_NAME = "offline-claim-check v2"
-OFFLINE_CORRECTNESS_NAME = "offline-key-facts v1"
+OFFLINE_CORRECTNESS_NAME = "offline-key-facts v2"
 
 
 class FaithfulnessResult(BaseModel):

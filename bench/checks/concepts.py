@@ -188,6 +188,8 @@ def _compiled() -> tuple[dict[str, str], list[tuple[str, str]], list[tuple[re.Pa
 
 
 _DAY_WORD = {w: d for d, spec in _DAYS.items() for w in spec.split()}
+#: full day names (never abbreviations) that may open a compound word, longest first
+_COMPOUND_DAYS = tuple(sorted(((w, d) for w, d in _DAY_WORD.items() if len(w) >= 5), key=lambda p: -len(p[0])))
 _FULL_DAYS = "|".join(sorted((w for w in _DAY_WORD if len(w) > 3 or w == "sun"), key=len, reverse=True))
 _ANY_DAY = "|".join(sorted(map(re.escape, _DAY_WORD), key=len, reverse=True))
 #: "maandag tot vrijdag", "from Monday to Friday", "du lundi au vendredi", "dal lunedi al venerdi"
@@ -230,6 +232,12 @@ def word_concepts(word: str) -> frozenset[str]:
     for i in range(3, len(word) - 3):
         if word[i:] in exact:
             found.add(exact[word[i:]])
+            break
+    # a compound that starts with a full day name names that day too: "maandagochtend", "zaterdagnamiddag",
+    # and so does the plural ("Sundays")
+    for day_word, day in _COMPOUND_DAYS:
+        if word.startswith(day_word) and (len(word) >= len(day_word) + 3 or word == day_word + "s"):
+            found.add(f"day:{day}")
             break
     return frozenset(found)
 
