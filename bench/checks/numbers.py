@@ -16,7 +16,8 @@ language-independent forms, so two mentions mean the same when their keys inters
   "one seven three three", "015 40 51 00", "+32 15 40 51 00") is one mention whose key is the digits read in
   order, so a phone number read digit by digit matches its written form and one wrong digit does not;
 - plain numbers → ``n:<value>``; decimals → ``d:<value>``; "24/7", "day and night", "dag en nacht",
-  "24 heures sur 24" → ``c:always``.
+  "24 heures sur 24" → ``c:always``; "half an hour", "halfuur", "demi-heure", "mezz'ora" → 30 (minutes),
+  "kwartier", "quart d'heure" → 15.
 
 ``number_keys(text, language)`` is the set of every key the text can satisfy (run members and contiguous
 sub-runs included), the side that is searched; ``mentions`` is the side whose every mention must be found.
@@ -68,6 +69,12 @@ _EN_REL = re.compile(
     r"\bhalf past (\d{1,2})\b|\b(?:a )?quarter (past|to) (\d{1,2})\b|\b(\d{1,2}) (?:minutes )?(past|to) "
     r"(\d{1,2}) ?(?:o ?clock|am|pm|a m|p m)\b|\b(5|10|20|25) (?:minutes )?past (\d{1,2})\b|\bhalf (\d{1,2})\b"
 )
+#: durations said as words: "half an hour", "halfuur", "demi-heure", "mezz'ora", "kwartier", "quart d'heure"
+_DURATIONS = (
+    (re.compile(r"\b(?:half an hour|half hour|halfuur|half uur|halve uur|demi-heure|demi heure|mezz['’ ]?ora)\b"),
+     30),
+    (re.compile(r"\b(?:quarter of an hour|quarter hour|kwartier|quart d heure|quarto d ora)\b"), 15),
+)
 _NAMED_TIMES = re.compile(r"\b(noon|midday|midnight|middernacht|minuit|midi|mezzogiorno|mezzanotte)\b")
 _DECIMAL = re.compile(r"(?<![\d.,])(\d+)[.,](\d+)(?![\d.,]*\d)")
 _NUMBER = re.compile(r"(\d+)(e|ste|de|st|nd|rd|th|er|ere|re|eme|o|a|ieme)?\b")
@@ -107,6 +114,7 @@ _AFTER_UNIT_NOUN = re.compile(
 _BEFORE_HOUR = re.compile(
     rf"\b{_ONE}(?=\s+(?:o'clock|o’clock|uur|heure|in the (?:afternoon|morning)|pm|am|p\.m\.|a\.m\.))", re.IGNORECASE
 )
+_BEFORE_EURO = re.compile(rf"\b{_ONE}(?=\s+(?:euros?|eur)\b)", re.IGNORECASE)  # "un euro e cinquanta"
 _THOUSAND_COMMA = re.compile(r"\b(thousand|duizend|mille|mila),\s+", re.IGNORECASE)
 
 
@@ -114,6 +122,7 @@ def _number_words_to_digits(text: str, language: str) -> str:
     text = re.sub(r"\b(?:één|eén|éen)\b", "1", text, flags=re.IGNORECASE)  # Dutch "één" (accented) is the number
     text = _AFTER_UNIT_NOUN.sub(lambda m: f"{m.group(1)} 1", text)  # "floor one", "route een", "piano uno"
     text = _BEFORE_HOUR.sub("1", text)
+    text = _BEFORE_EURO.sub("1", text)
     text = _THOUSAND_COMMA.sub(r"\1 ", text)  # num2words' "two thousand, eight hundred" is one number
     try:
         from text_to_num import alpha2digit
@@ -228,6 +237,9 @@ def mentions(text: str, language: str) -> tuple[Mention, ...]:
             if not m.group(2) and not m.group(4):
                 continue  # "le 8" alone is a bare number (kept as a possible hour below)
             add("time", _time_keys(h, minute), m.start(), m.end())
+    for pattern, minutes in _DURATIONS:
+        for m in pattern.finditer(s):
+            add("duration", frozenset({f"n:{minutes}", f"s:{minutes}"}), m.start(), m.end())
     for m in _NAMED_TIMES.finditer(s):
         add("time", frozenset({"t:0"}), m.start(), m.end())
     for m in _PHONE.finditer(s):

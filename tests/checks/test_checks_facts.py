@@ -112,6 +112,13 @@ def test_isolated_articles_are_not_numbers() -> None:
         (["015 40 50 00"], "Chiami zero uno cinque, quaranta, cinquanta, zero zero.", "it", True),
         (["015 40 50 00"], "Appelez le zéro quinze, quarante, cinquante, zéro zéro.", "fr", True),
         (["015 40 50 00"], "Appelez le zéro quinze, quarante, cinquante, zéro un.", "fr", False),
+        (["1,50 € all'ora"], "Si paga un euro e cinquanta all'ora.", "it", True),
+        (["€1.50 per hour"], "It's one euro fifty an hour.", "en", True),
+        (["first 30 minutes free"], "The first half hour is free.", "en", True),
+        (["eerste 30 minuten gratis"], "Het eerste halfuur is gratis.", "nl", True),
+        (["30 premières minutes gratuites"], "La première demi-heure est gratuite.", "fr", True),
+        (["primi 30 minuti gratuiti"], "La prima mezz'ora è gratuita.", "it", True),
+        (["first 30 minutes free"], "The first quarter of an hour is free.", "en", False),
     ],
 )
 def test_clause_binding_negation_scope_compounds_and_number_words(facts: list[str], answer: str, language: str,
