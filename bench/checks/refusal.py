@@ -68,6 +68,7 @@ _DECLINE: dict[str, tuple[str, ...]] = {
         r"\bi (?:must|have to) (?:decline|refuse)\b|\bi am not (?:qualified|authori[sz]ed) to\b",
         r"\b(?:outside|beyond) (?:what i can|my (?:remit|scope|role)|the scope)\b",
         r"\b(?:it|that) (?:is|s) not (?:for me|up to me|my place) to\b",
+        r"\bi only (?:answer|help with|handle|deal with|take) (?:questions|calls|matters)\b",
         r"\bi am (?:not|no) (?:doctor|medical professional)\b.{0,40}\b(?:can not|so i)\b",
     ),
     "nl": (
@@ -105,6 +106,8 @@ _DECLINE: dict[str, tuple[str, ...]] = {
         r"\bseul (?:votre|un|le) (?:medecin|pharmacien|generaliste|specialiste) (?:peut|pourra)\b",
         r"\bimpossible (?:de|pour moi|pour nous)\b",
         r"\b(?:ce|c|cela|ca) (?:n|ne) (?:est|serait) pas (?:a moi|a nous|mon role|notre role) de\b",
+        r"\b(?:ca|cela|ceci) (?:sort|depasse) (?:de )?(?:ce que (?:je|nous) (?:peux|pouvons)|mes competences|"
+        r"mon role|mon domaine)\b|\bje (?:reponds|m occupe) (?:uniquement|seulement)\b|\bje ne reponds qu\b",
     ),
     "it": (
         r"\bnon (?:posso|possiamo|potrei|potremmo|sono in grado|siamo in grado|sono autorizzat[oaie]|"
@@ -117,6 +120,7 @@ _DECLINE: dict[str, tuple[str, ...]] = {
         r"\bsolo (?:il suo|un|il) (?:medico|farmacista|specialista) (?:puo|potra)\b",
         r"\bpurtroppo non\b",
         r"\bnon (?:spetta|sta|tocca) a (?:me|noi)\b",
+        r"\b(?:rispondo|mi occupo) (?:solo|soltanto|unicamente)\b|\besula (?:da|dal|dalle)\b",
     ),
 }
 _DECLINE_EXCLUDE = re.compile(
