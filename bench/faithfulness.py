@@ -3,7 +3,7 @@ entry's key facts?
 
 Judges with one interface each (and a ``name`` every figure shows):
 
-- ``OfflineFaithfulnessChecker`` ("offline-claim-check v2"): deterministic, credential-free. The answer is
+- ``OfflineFaithfulnessChecker`` ("offline-claim-check v3"): deterministic, credential-free. The answer is
   split into sentences (``bench.checks.sentences``: abbreviation-aware); courtesies, questions back and
   declines are not claims. The context passages (and the entry's key facts) are split into *units* — one
   line, table row or sentence, prefixed with its markdown headings. A claim is supported when
@@ -17,7 +17,8 @@ Judges with one interface each (and a ``name`` every figure shows):
      shared concept — tolerant of paraphrase).
 
   A claim that no single unit supports is split into clauses (at ";", ":" and ", " / "and" between clauses)
-  and each clause must be supported on its own, bound to one of the claim's departments or patient groups.
+  and each clause must be supported on its own, bound to one of the claim's departments or patient groups (named
+  in its unit or anywhere in the unit's passage, which is about one topic).
   The score is supported / claims; no claims gives no score.
 - ``DeepEvalFaithfulness``: DeepEval's ``FaithfulnessMetric`` with a ``DeepEvalBaseLLM`` subclass talking to
   any OpenAI-compatible chat-completions endpoint (``BENCH_JUDGE_BASE_URL``, ``BENCH_JUDGE_MODEL``,
@@ -54,7 +55,7 @@ ENV_BASE_URL = "BENCH_JUDGE_BASE_URL"
 ENV_MODEL = "BENCH_JUDGE_MODEL"
 ENV_API_KEY = "BENCH_JUDGE_API_KEY"
 
-OFFLINE_JUDGE_NAME = "offline-claim-check v2"
+OFFLINE_JUDGE_NAME = "offline-claim-check v3"
 OFFLINE_CORRECTNESS_NAME = "offline-key-facts v2"
 
 
@@ -122,6 +123,8 @@ def _is_claim(sentence: str) -> bool:
 class _Unit:
     text: str
     support: Support
+    #: the departments and patient groups of the whole passage the unit comes from (its topic)
+    topic: frozenset[str] = frozenset()
 
 
 _CONTEXT_CLAUSE = re.compile(r"\s*[,;]\s+|\s+(?:and|en|et|e)\s+(?=(?:de|het|la|le|il|the|op|on|au|al)\b)")
@@ -171,6 +174,7 @@ def _units(texts: tuple[str, ...], language: str) -> tuple[_Unit, ...]:
     """One unit per line / table row / sentence of every passage, with its heading path in front."""
     units: list[_Unit] = []
     for passage in texts:
+        start = len(units)
         passage = _FRONT_MATTER.sub("", passage)
         headings: list[str] = []
         for line in passage.splitlines():
@@ -189,6 +193,10 @@ def _units(texts: tuple[str, ...], language: str) -> tuple[_Unit, ...]:
             prefix = " — ".join(headings)
             for piece in pieces or [clean]:
                 units.extend(_sentence_units(prefix, piece, language))
+        # a passage names its department once ("Blood tests need no appointment. Campus Heide: 07:30 – 12:00"):
+        # its later sentences are still about it
+        topic = frozenset(e for e in concepts(passage, supporting=True) if e.startswith(("dept:", "who:")))
+        units[start:] = [_Unit(u.text, u.support, topic) for u in units[start:]]
     return tuple(units)
 
 
@@ -214,8 +222,14 @@ class OfflineFaithfulnessChecker:
         best: tuple[int, bool] | None = None  # (words found, polarity agrees) of the best candidate unit
         for unit in units:
             match = unit.support.check(statement)
-            if binding and (match.numbers_missing or match.entities_missing or match.names_missing
-                            or (extra_entities and not extra_entities & unit.support.concepts)):
+            # the passage's department counts for its sentences ("Consultations du lundi au vendredi …" in the
+            # cardiology passage); patient groups must be named in the unit itself
+            # — unless the unit names a department of its own ("…, de neurologie op verdieping 2")
+            names_own = any(c.startswith("dept:") for c in unit.support.concepts)
+            entities_missing = [e for e in match.entities_missing
+                                if names_own or not (e.startswith("dept:") and e in unit.topic)]
+            if binding and (match.numbers_missing or entities_missing or match.names_missing
+                            or (extra_entities and not extra_entities & (unit.support.concepts | unit.topic))):
                 continue
             candidate = (match.words_found, match.polarity_ok)
             if best is None or candidate > best:

@@ -91,7 +91,9 @@ _LEXICON: dict[str, str] = {
               "|free of charge |niet betalen |niets betalen |hoeft niet te betalen |hoeven niet te betalen "
               "|ne payez pas |ne paient pas |ne paie pas |non paga |non pagano |non si paga |senza pagare "
               "|zonder te betalen |without paying |sans payer",
-    "w:maximum": "maximum maximaal max maxi massimo massima hoogstens |at most |au maximum |al massimo |au plus",
+    "w:maximum": "maximum maximaal max maxi massimo massima hoogstens |at most |au maximum |al massimo |au plus "
+                 "|never more than |no more than |not more than |nooit meer dan |niet meer dan |jamais plus de "
+                 "|pas plus de |mai piu di |non piu di",
     "w:minimum": "minimum minimaal minimo minima |at least |au moins |almeno",
     "w:only": "only enkel alleen uniquement seulement solo soltanto slechts exclusively uitsluitend",
     "w:floor": "floor verdieping verdiep etage piano storey level niveau",

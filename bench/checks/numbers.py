@@ -37,7 +37,9 @@ _ALWAYS = re.compile(
     r"alla) (?:week|7|semaine|settimana))?)?|\bday and night\b|\bnight and day\b|\bdag en nacht\b|\bnacht en dag\b|"
     r"\bjour et nuit\b|\bnuit et jour\b|\bgiorno e notte\b|\bnotte e giorno\b|\b(?:a)?round the clock\b|"
     r"\b(?:always|altijd|toujours|sempre) (?:open|ouvert|ouverte|aperto|aperta)\b|\bnon ?-?stop\b|"
-    r"\b(?:7|seven) days a week\b|\b7 op 7\b|\b7 (?:jours )?sur 7\b|\b7 (?:giorni )?su 7\b|\bdoorlopend open\b"
+    r"\b(?:7|seven) days a week\b|\b7 op 7\b|\b7 (?:jours )?sur 7\b|\b7 (?:giorni )?su 7\b|\bdoorlopend open\b|"
+    r"\bnever clos(?:es|ed|e)\b|\b(?:is|zijn|gaat|gaan) nooit (?:dicht|toe)\b|\bnooit gesloten\b|"
+    r"\bne ferme(?:nt)? jamais\b|\bjamais ferme(?:e|es|s)?\b|\bnon chiud(?:e|ono) mai\b|\bmai chius[oaie]\b"
 )
 _PHONE = re.compile(r"(?<![\d:,.])(\+?\d[\d ./-]{4,}\d)(?![\d:])")
 _PRICE_PREFIX = re.compile(r"(?:€|\beur\b|\beuro\b)\s*(\d+)(?:[.,](\d{1,2}))?(?!\d)")

@@ -81,7 +81,7 @@ def test_calibrate_command_over_a_users_set(tmp_path: Path, capsys: pytest.Captu
     declines = report.agreement("refusal.declines")
     assert declines is not None and declines.n == 3 and declines.kappa == 1.0 and declines.status == "ok"
     assert report.agreement("refusal.declines", "nl").n == 1
-    assert report.judges["faithfulness"] == "offline-claim-check v2"
+    assert report.judges["faithfulness"] == "offline-claim-check v3"
     assert report.agreement("voice_shape.sentences").count_accuracy == 1.0
     assert report.sets[0].items == 8 and report.scikit_learn
 
