@@ -100,10 +100,15 @@ class CorrectnessJudge(Protocol):
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*)$")
 _FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.DOTALL)
 _MARKUP = re.compile(r"\*\*|__|`|^\s*[-*+•]\s+|^\s*\d+[.)]\s+|^\s*>\s*")
+_DAY_NAMES = ("monday|tuesday|wednesday|thursday|friday|saturday|sunday|maandag|dinsdag|woensdag|donderdag|vrijdag|"
+              "zaterdag|zondag|lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|luned[iì]|marted[iì]|"
+              "mercoled[iì]|gioved[iì]|venerd[iì]|sabato|domenica|weekend|week-end|fine settimana")
 _CLAUSE = re.compile(
     r"\s*[;:]\s+|,\s+(?=(?:and|but|or|en|maar|of|et|mais|ou|e|ma|o|oppure|while|terwijl)\b)|,\s+(?=[A-ZÀ-Ý])|"
     r"\s+(?:and|en|et|e|but|maar|mais|ma)\s+(?=\S+\s+(?:\S+\s+)?(?:is|are|zijn|is|est|sont|e|sono|kost|costs?|"
-    r"coute|costa)\b)|,\s+"
+    r"coute|costa)\b)|,\s+|"
+    # "… du lundi au vendredi de 8 à 19 heures et le samedi de 9 heures à midi": a new day, a new clause
+    r"\s+(?:and|en|et|e)\s+(?=(?:on |op |le |il |la |de |het )?(?:" + _DAY_NAMES + r")\b)"
 )
 
 

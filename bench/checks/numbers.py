@@ -113,10 +113,11 @@ _AFTER_UNIT_NOUN = re.compile(
     rf"building|gebouw|blok|block|wing|vleugel|aile|ala|p)\s+{_ONE}\b",
     re.IGNORECASE,
 )
-_BEFORE_HOUR = re.compile(
-    rf"\b{_ONE}(?=\s+(?:o'clock|o’clock|uur|heure|in the (?:afternoon|morning)|pm|am|p\.m\.|a\.m\.))", re.IGNORECASE
+_BEFORE_HOUR = re.compile(  # not the "un(e)" of "vingt et une heures", which text2num reads as 21
+    rf"(?<!\bet )(?<!-)\b{_ONE}(?=\s+(?:o'clock|o’clock|uur|heure|in the (?:afternoon|morning)|pm|am|p\.m\.|"
+    rf"a\.m\.))", re.IGNORECASE
 )
-_BEFORE_EURO = re.compile(rf"\b{_ONE}(?=\s+(?:euros?|eur)\b)", re.IGNORECASE)  # "un euro e cinquanta"
+_BEFORE_EURO = re.compile(rf"(?<!\bet )(?<!-)\b{_ONE}(?=\s+(?:euros?|eur)\b)", re.IGNORECASE)  # "un euro e cinquanta"
 _THOUSAND_COMMA = re.compile(r"\b(thousand|duizend|mille|mila),\s+", re.IGNORECASE)
 
 

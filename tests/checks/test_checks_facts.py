@@ -125,3 +125,8 @@ def test_clause_binding_negation_scope_compounds_and_number_words(facts: list[st
                                                                   expected: bool) -> None:
     verdict = key_facts_stated(facts, answer, language)
     assert verdict.all_stated is expected, verdict.reasons
+
+
+def test_feminine_twenty_one_is_one_number() -> None:
+    assert key_facts_stated(["21:00"], "Le partenaire peut rester jusqu'à vingt et une heures.", "fr").all_stated
+    assert key_facts_stated(["€ 21"], "Ça coûte vingt et un euros.", "fr").all_stated
