@@ -88,7 +88,7 @@ def criteria_statements(path: Path | None) -> dict[str, str]:
         if isinstance(entry, dict) and isinstance(entry.get("criteria"), str):
             low = entry.get("uncalibrated") or []
             out[entry["criteria"]] = (f"uses UNCALIBRATED checker(s): {', '.join(map(str, low))}" if low
-                                      else "every calibrated checker it uses is calibrated on the held-out half")
+                                      else "every checker it uses is calibrated (held-out κ at or above the threshold)")
     return out
 
 

@@ -224,4 +224,4 @@ def test_report_reads_only_held_out_rows_and_criteria_statements(tmp_path: Path)
     assert [r["split"] for r in shown] == ["held_out"] and shown[0]["kappa"] == 0.5
     statements = criteria_statements(path)
     assert "UNCALIBRATED checker(s): key_facts" in statements["strict v1"]
-    assert "calibrated" in statements["seed003 v1"] and "UNCALIBRATED" not in statements["seed003 v1"]
+    assert "is calibrated" in statements["seed003 v1"] and "UNCALIBRATED" not in statements["seed003 v1"]
