@@ -19,6 +19,8 @@ Judges with one interface each (and a ``name`` every figure shows):
   A claim that no single unit supports is split into clauses (at ";", ":" and ", " / "and" between clauses)
   and each clause must be supported on its own, bound to one of the claim's departments or patient groups (named
   in its unit or anywhere in the unit's passage, which is about one topic).
+  A supported claim made of several clauses also needs each clause's own words in the context, so an added
+  fact riding along with a supported one ("…, and parking in front of it is free") is not supported.
   The score is supported / claims; no claims gives no score.
 - ``DeepEvalFaithfulness``: DeepEval's ``FaithfulnessMetric`` with a ``DeepEvalBaseLLM`` subclass talking to
   any OpenAI-compatible chat-completions endpoint (``BENCH_JUDGE_BASE_URL``, ``BENCH_JUDGE_MODEL``,
@@ -247,11 +249,17 @@ class OfflineFaithfulnessChecker:
         needs_words = bool(statement.words) and not statement.numbers
         return polarity_ok and (words_found > 0 or not needs_words)
 
+    def _words_covered(self, statement: Statement, whole: Support) -> bool:
+        coverage = whole.check(statement)
+        return not coverage.words_total or coverage.coverage >= self.min_coverage
+
     def claim_supported(self, claim: str, units: tuple[_Unit, ...], whole: Support, language: str) -> bool:
         statement = Statement(claim, language)
-        if self._statement_supported(statement, units, whole):
-            return True
         clauses = [c.strip(" ,.;:") for c in _CLAUSE.split(claim) if c and c.strip(" ,.;:")]
+        if self._statement_supported(statement, units, whole):
+            # an added fact rides along with a supported one ("open day and night, and parking is free in front
+            # of it"): every clause must find its own words in the context
+            return all(self._words_covered(Statement(clause, language), whole) for clause in clauses)
         if len(clauses) < 2:
             return False
         topic = frozenset(e for e in concepts(claim) if e.startswith(("dept:", "who:")))

@@ -108,6 +108,8 @@ FAITH_CASES = [
     ("De raadpleging cardiologie begint om half tien op maandag.", False),
     ("De cardiologie vindt u op de eerste verdieping.", True),
     ("De cardiologie vindt u op de tweede verdieping.", False),  # the neurology floor
+    ("Bezoek kan elke dag van twee tot acht, en op zondag mag u ook uw hond meebrengen.", False),  # added fact
+    ("Bezoek kan elke dag van twee tot acht.", True),
     ("U kunt elke dag op bezoek tussen twee en acht uur.", True),  # paraphrase
     (ICU + "negentien uur dertig.", True),
     (ICU + "twintig uur dertig.", False),  # one wrong number among four
