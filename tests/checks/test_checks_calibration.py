@@ -225,3 +225,20 @@ def test_report_reads_only_held_out_rows_and_criteria_statements(tmp_path: Path)
     statements = criteria_statements(path)
     assert "UNCALIBRATED checker(s): key_facts" in statements["strict v1"]
     assert "is calibrated" in statements["seed003 v1"] and "UNCALIBRATED" not in statements["seed003 v1"]
+
+
+def test_split_script_writes_and_checks_the_field(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "split-calibration"
+    path = _write(tmp_path, ITEMS)
+    run = [sys.executable, str(script)]
+    assert subprocess.run([*run, str(path)], capture_output=True, text=True).returncode == 0
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert {r["split"] for r in rows} == {"development", "held_out"}
+    assert [{k: v for k, v in r.items() if k != "split"} for r in rows] == [BASE | item for item in ITEMS]
+    assert subprocess.run([*run, "--check", str(path)], capture_output=True, text=True).returncode == 0
+    rows[0]["split"] = "held_out" if rows[0]["split"] == "development" else "development"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert subprocess.run([*run, "--check", str(path)], capture_output=True, text=True).returncode == 3
