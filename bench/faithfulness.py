@@ -18,7 +18,8 @@ Judges with one interface each (and a ``name`` every figure shows):
 
   A claim that no single unit supports is split into clauses (at ";", ":" and ", " / "and" between clauses)
   and each clause must be supported on its own, bound to one of the claim's departments or patient groups (named
-  in its unit or anywhere in the unit's passage, which is about one topic).
+  in its unit, or — for a unit that names none — the last ones its passage named before it). Likewise a unit that
+  names no campus or street is about the one its passage named last before it.
   A supported claim made of several clauses also needs each clause's own words in the context, so an added
   fact riding along with a supported one ("…, and parking in front of it is free") is not supported.
   The score is supported / claims; no claims gives no score.
@@ -47,7 +48,7 @@ from pydantic import BaseModel, Field
 from bench.checks.concepts import concepts
 from bench.checks.facts import key_facts_stated
 from bench.checks.intent import is_courtesy
-from bench.checks.matching import Statement, Support
+from bench.checks.matching import Statement, Support, proper_nouns
 from bench.checks.refusal import decline_evidence
 from bench.checks.sentences import split_sentences
 from bench.errors import ConfigError, JudgeUnavailable
@@ -130,8 +131,11 @@ def _is_claim(sentence: str) -> bool:
 class _Unit:
     text: str
     support: Support
-    #: the departments and patient groups of the whole passage the unit comes from (its topic)
+    #: the departments its passage named last before it, when it names none itself (its topic)
     topic: frozenset[str] = frozenset()
+    #: the proper names (campus, street) of the last earlier unit of its passage that named any, when it names
+    #: none itself ("Campus Heide – car park P2: … Dialysis patients park free.")
+    inherited_names: frozenset[str] = frozenset()
 
 
 _CONTEXT_CLAUSE = re.compile(r"\s*[,;]\s+|\s+(?:and|en|et|e)\s+(?=(?:de|het|la|le|il|the|op|on|au|al)\b)")
@@ -201,9 +205,17 @@ def _units(texts: tuple[str, ...], language: str) -> tuple[_Unit, ...]:
             for piece in pieces or [clean]:
                 units.extend(_sentence_units(prefix, piece, language))
         # a passage names its department once ("Blood tests need no appointment. Campus Heide: 07:30 – 12:00"):
-        # its later sentences are still about it
-        topic = frozenset(e for e in concepts(passage, supporting=True) if e.startswith(("dept:", "who:")))
-        units[start:] = [_Unit(u.text, u.support, topic) for u in units[start:]]
+        # its later sentences are about the department (and campus) it named last, until it names another
+        running_names: frozenset[str] = frozenset()
+        running_topic: frozenset[str] = frozenset()
+        for index in range(start, len(units)):
+            unit = units[index]
+            names = frozenset(proper_nouns(unit.text))
+            topic = frozenset(e for e in unit.support.concepts if e.startswith("dept:"))
+            units[index] = _Unit(unit.text, unit.support, frozenset() if topic else running_topic,
+                                 frozenset() if names else running_names)
+            running_names = names or running_names
+            running_topic = topic or running_topic
     return tuple(units)
 
 
@@ -235,7 +247,8 @@ class OfflineFaithfulnessChecker:
             names_own = any(c.startswith("dept:") for c in unit.support.concepts)
             entities_missing = [e for e in match.entities_missing
                                 if names_own or not (e.startswith("dept:") and e in unit.topic)]
-            if binding and (match.numbers_missing or entities_missing or match.names_missing
+            names_missing = [n for n in match.names_missing if n not in unit.inherited_names]
+            if binding and (match.numbers_missing or entities_missing or names_missing
                             or (extra_entities and not extra_entities & (unit.support.concepts | unit.topic))):
                 continue
             candidate = (match.words_found, match.polarity_ok)
