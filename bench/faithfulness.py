@@ -3,7 +3,7 @@ entry's key facts?
 
 Judges with one interface each (and a ``name`` every figure shows):
 
-- ``OfflineFaithfulnessChecker`` ("offline-claim-check v2"): deterministic, credential-free. The answer is
+- ``OfflineFaithfulnessChecker`` ("offline-claim-check v3"): deterministic, credential-free. The answer is
   split into sentences (``bench.checks.sentences``: abbreviation-aware); courtesies, questions back and
   declines are not claims. The context passages (and the entry's key facts) are split into *units* — one
   line, table row or sentence, prefixed with its markdown headings. A claim is supported when
@@ -17,12 +17,16 @@ Judges with one interface each (and a ``name`` every figure shows):
      shared concept — tolerant of paraphrase).
 
   A claim that no single unit supports is split into clauses (at ";", ":" and ", " / "and" between clauses)
-  and each clause must be supported on its own, bound to one of the claim's departments or patient groups.
+  and each clause must be supported on its own, bound to one of the claim's departments or patient groups (named
+  in its unit, or — for a unit that names none — the last ones its passage named before it). Likewise a unit that
+  names no campus or street is about the one its passage named last before it.
+  A supported claim made of several clauses also needs each clause's own words in the context, so an added
+  fact riding along with a supported one ("…, and parking in front of it is free") is not supported.
   The score is supported / claims; no claims gives no score.
 - ``DeepEvalFaithfulness``: DeepEval's ``FaithfulnessMetric`` with a ``DeepEvalBaseLLM`` subclass talking to
   any OpenAI-compatible chat-completions endpoint (``BENCH_JUDGE_BASE_URL``, ``BENCH_JUDGE_MODEL``,
   ``BENCH_JUDGE_API_KEY``). DeepEval is imported lazily, with its telemetry and update check turned off.
-- ``OfflineCorrectness`` ("offline-key-facts v1"): the share of the entry's key facts the answer states
+- ``OfflineCorrectness`` ("offline-key-facts v2"): the share of the entry's key facts the answer states
   (``bench.checks.facts``). ``DeepEvalCorrectness``: DeepEval ``GEval`` with correctness criteria over the
   answer and the key facts as expected output, on the same judge endpoint.
 
@@ -44,7 +48,7 @@ from pydantic import BaseModel, Field
 from bench.checks.concepts import concepts
 from bench.checks.facts import key_facts_stated
 from bench.checks.intent import is_courtesy
-from bench.checks.matching import Statement, Support
+from bench.checks.matching import Statement, Support, proper_nouns
 from bench.checks.refusal import decline_evidence
 from bench.checks.sentences import split_sentences
 from bench.errors import ConfigError, JudgeUnavailable
@@ -54,8 +58,8 @@ ENV_BASE_URL = "BENCH_JUDGE_BASE_URL"
 ENV_MODEL = "BENCH_JUDGE_MODEL"
 ENV_API_KEY = "BENCH_JUDGE_API_KEY"
 
-OFFLINE_JUDGE_NAME = "offline-claim-check v2"
-OFFLINE_CORRECTNESS_NAME = "offline-key-facts v1"
+OFFLINE_JUDGE_NAME = "offline-claim-check v3"
+OFFLINE_CORRECTNESS_NAME = "offline-key-facts v2"
 
 
 class FaithfulnessResult(BaseModel):
@@ -99,10 +103,15 @@ class CorrectnessJudge(Protocol):
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*)$")
 _FRONT_MATTER = re.compile(r"\A---\s*\n.*?\n---\s*\n", re.DOTALL)
 _MARKUP = re.compile(r"\*\*|__|`|^\s*[-*+•]\s+|^\s*\d+[.)]\s+|^\s*>\s*")
+_DAY_NAMES = ("monday|tuesday|wednesday|thursday|friday|saturday|sunday|maandag|dinsdag|woensdag|donderdag|vrijdag|"
+              "zaterdag|zondag|lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|luned[iì]|marted[iì]|"
+              "mercoled[iì]|gioved[iì]|venerd[iì]|sabato|domenica|weekend|week-end|fine settimana")
 _CLAUSE = re.compile(
     r"\s*[;:]\s+|,\s+(?=(?:and|but|or|en|maar|of|et|mais|ou|e|ma|o|oppure|while|terwijl)\b)|,\s+(?=[A-ZÀ-Ý])|"
     r"\s+(?:and|en|et|e|but|maar|mais|ma)\s+(?=\S+\s+(?:\S+\s+)?(?:is|are|zijn|is|est|sont|e|sono|kost|costs?|"
-    r"coute|costa)\b)|,\s+"
+    r"coute|costa)\b)|,\s+|"
+    # "… du lundi au vendredi de 8 à 19 heures et le samedi de 9 heures à midi": a new day, a new clause
+    r"\s+(?:and|en|et|e)\s+(?=(?:on |op |le |il |la |de |het )?(?:" + _DAY_NAMES + r")\b)"
 )
 
 
@@ -122,6 +131,11 @@ def _is_claim(sentence: str) -> bool:
 class _Unit:
     text: str
     support: Support
+    #: the departments its passage named last before it, when it names none itself (its topic)
+    topic: frozenset[str] = frozenset()
+    #: the proper names (campus, street) of the last earlier unit of its passage that named any, when it names
+    #: none itself ("Campus Heide – car park P2: … Dialysis patients park free.")
+    inherited_names: frozenset[str] = frozenset()
 
 
 _CONTEXT_CLAUSE = re.compile(r"\s*[,;]\s+|\s+(?:and|en|et|e)\s+(?=(?:de|het|la|le|il|the|op|on|au|al)\b)")
@@ -171,6 +185,7 @@ def _units(texts: tuple[str, ...], language: str) -> tuple[_Unit, ...]:
     """One unit per line / table row / sentence of every passage, with its heading path in front."""
     units: list[_Unit] = []
     for passage in texts:
+        start = len(units)
         passage = _FRONT_MATTER.sub("", passage)
         headings: list[str] = []
         for line in passage.splitlines():
@@ -189,6 +204,18 @@ def _units(texts: tuple[str, ...], language: str) -> tuple[_Unit, ...]:
             prefix = " — ".join(headings)
             for piece in pieces or [clean]:
                 units.extend(_sentence_units(prefix, piece, language))
+        # a passage names its department once ("Blood tests need no appointment. Campus Heide: 07:30 – 12:00"):
+        # its later sentences are about the department (and campus) it named last, until it names another
+        running_names: frozenset[str] = frozenset()
+        running_topic: frozenset[str] = frozenset()
+        for index in range(start, len(units)):
+            unit = units[index]
+            names = frozenset(proper_nouns(unit.text))
+            topic = frozenset(e for e in unit.support.concepts if e.startswith("dept:"))
+            units[index] = _Unit(unit.text, unit.support, frozenset() if topic else running_topic,
+                                 frozenset() if names else running_names)
+            running_names = names or running_names
+            running_topic = topic or running_topic
     return tuple(units)
 
 
@@ -214,8 +241,15 @@ class OfflineFaithfulnessChecker:
         best: tuple[int, bool] | None = None  # (words found, polarity agrees) of the best candidate unit
         for unit in units:
             match = unit.support.check(statement)
-            if binding and (match.numbers_missing or match.entities_missing or match.names_missing
-                            or (extra_entities and not extra_entities & unit.support.concepts)):
+            # the passage's department counts for its sentences ("Consultations du lundi au vendredi …" in the
+            # cardiology passage); patient groups must be named in the unit itself
+            # — unless the unit names a department of its own ("…, de neurologie op verdieping 2")
+            names_own = any(c.startswith("dept:") for c in unit.support.concepts)
+            entities_missing = [e for e in match.entities_missing
+                                if names_own or not (e.startswith("dept:") and e in unit.topic)]
+            names_missing = [n for n in match.names_missing if n not in unit.inherited_names]
+            if binding and (match.numbers_missing or entities_missing or names_missing
+                            or (extra_entities and not extra_entities & (unit.support.concepts | unit.topic))):
                 continue
             candidate = (match.words_found, match.polarity_ok)
             if best is None or candidate > best:
@@ -228,11 +262,17 @@ class OfflineFaithfulnessChecker:
         needs_words = bool(statement.words) and not statement.numbers
         return polarity_ok and (words_found > 0 or not needs_words)
 
+    def _words_covered(self, statement: Statement, whole: Support) -> bool:
+        coverage = whole.check(statement)
+        return not coverage.words_total or coverage.coverage >= self.min_coverage
+
     def claim_supported(self, claim: str, units: tuple[_Unit, ...], whole: Support, language: str) -> bool:
         statement = Statement(claim, language)
-        if self._statement_supported(statement, units, whole):
-            return True
         clauses = [c.strip(" ,.;:") for c in _CLAUSE.split(claim) if c and c.strip(" ,.;:")]
+        if self._statement_supported(statement, units, whole):
+            # an added fact rides along with a supported one ("open day and night, and parking is free in front
+            # of it"): every clause must find its own words in the context
+            return all(self._words_covered(Statement(clause, language), whole) for clause in clauses)
         if len(clauses) < 2:
             return False
         topic = frozenset(e for e in concepts(claim) if e.startswith(("dept:", "who:")))

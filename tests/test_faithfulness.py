@@ -108,6 +108,8 @@ FAITH_CASES = [
     ("De raadpleging cardiologie begint om half tien op maandag.", False),
     ("De cardiologie vindt u op de eerste verdieping.", True),
     ("De cardiologie vindt u op de tweede verdieping.", False),  # the neurology floor
+    ("Bezoek kan elke dag van twee tot acht, en op zondag mag u ook uw hond meebrengen.", False),  # added fact
+    ("Bezoek kan elke dag van twee tot acht.", True),
     ("U kunt elke dag op bezoek tussen twee en acht uur.", True),  # paraphrase
     (ICU + "negentien uur dertig.", True),
     (ICU + "twintig uur dertig.", False),  # one wrong number among four
@@ -323,3 +325,21 @@ def test_geval_correctness_wiring_against_a_loopback_judge(
     prompts = [r["prompt"] for r in _StubJudge.requests]
     assert any("maximum 12 euro per day" in p and "Parkeren kost" in p for p in prompts)
     assert os.environ["DEEPEVAL_TELEMETRY_OPT_OUT"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("Op campus Heide parkeren dialysepatiënten gratis.", True),  # the campus named earlier in the passage
+        ("Op campus Centrum parkeren dialysepatiënten gratis.", False),
+        ("De dialyse is op campus Heide.", True),
+        ("De dialyse is op campus Centrum.", False),
+    ],
+)
+def test_a_sentence_is_about_the_campus_its_passage_named_last(answer: str, expected: bool) -> None:
+    context = ["Campus Centrum: Kloosterstraat 12. Hier vindt u de spoed en de cardiologie. "
+               "Campus Heide: Heidebaan 40. Hier vindt u de dialyse.",
+               "Campus Heide – parking P2: € 1,50 per uur. Dialysepatiënten parkeren gratis."]
+    result = OfflineFaithfulnessChecker().evaluate(question="", answer=answer, context=context, key_facts=[],
+                                                   language="nl")
+    assert (result.score == 1.0) is expected, result.unsupported_claims

@@ -1,9 +1,11 @@
 """``voice-bench calibrate`` and ``voice-bench check-answer``.
 
 ``calibrate [--judge offline|llm] [--set FILE] [--json OUT] [--threshold K]`` runs every checker over the
-hand-labelled sets (``datasets/calibration/*.jsonl``, or a user's own file with ``--set``), prints n,
-precision, recall, accuracy and Cohen's κ per checker and language, marks a checker whose κ is below the
-threshold UNCALIBRATED, and writes the same figures as JSON (``reports/calibration.json`` by default; see
+hand-labelled sets (``datasets/calibration/*.jsonl``, or a user's own file with ``--set``), prints per
+checker Cohen's κ on the held-out half with n and a 95 % bootstrap interval (plus precision, recall, accuracy,
+the development-half κ for reference and the held-out κ per language), marks a checker whose held-out κ is
+below the threshold UNCALIBRATED, says for each criteria set whether it uses an UNCALIBRATED checker, and
+writes the same figures as JSON (``reports/calibration.json`` by default; see
 ``bench.checks.calibration``). Exit 0 when it ran (whatever the agreement), 2 on a bad file or setting.
 
 ``check-answer --entry ID --answer TEXT [--dataset FILE] [--context FILE] [--judge offline|llm]`` prints
@@ -53,9 +55,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     out = Path(args.json) if args.json else resolve_output(DEFAULT_CALIBRATION)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(report.model_dump_json(indent=2), encoding="utf-8")
-    uncalibrated = sorted({r.checker for r in report.results if r.language == "all" and r.status != "ok"})
+    uncalibrated = [r.checker for r in report.decisive() if r.status != "ok"]
     if uncalibrated:
-        print(f"not calibrated (κ < {args.threshold} or undefined): {', '.join(uncalibrated)}")
+        print(f"UNCALIBRATED (held-out κ < {args.threshold} or undefined): {', '.join(uncalibrated)}")
     print(f"calibration: {out}")
     return EXIT_OK
 

@@ -91,7 +91,9 @@ _LEXICON: dict[str, str] = {
               "|free of charge |niet betalen |niets betalen |hoeft niet te betalen |hoeven niet te betalen "
               "|ne payez pas |ne paient pas |ne paie pas |non paga |non pagano |non si paga |senza pagare "
               "|zonder te betalen |without paying |sans payer",
-    "w:maximum": "maximum maximaal max maxi massimo massima hoogstens |at most |au maximum |al massimo |au plus",
+    "w:maximum": "maximum maximaal max maxi massimo massima hoogstens |at most |au maximum |al massimo |au plus "
+                 "|never more than |no more than |not more than |nooit meer dan |niet meer dan |jamais plus de "
+                 "|pas plus de |mai piu di |non piu di",
     "w:minimum": "minimum minimaal minimo minima |at least |au moins |almeno",
     "w:only": "only enkel alleen uniquement seulement solo soltanto slechts exclusively uitsluitend",
     "w:floor": "floor verdieping verdiep etage piano storey level niveau",
@@ -188,6 +190,8 @@ def _compiled() -> tuple[dict[str, str], list[tuple[str, str]], list[tuple[re.Pa
 
 
 _DAY_WORD = {w: d for d, spec in _DAYS.items() for w in spec.split()}
+#: full day names (never abbreviations) that may open a compound word, longest first
+_COMPOUND_DAYS = tuple(sorted(((w, d) for w, d in _DAY_WORD.items() if len(w) >= 5), key=lambda p: -len(p[0])))
 _FULL_DAYS = "|".join(sorted((w for w in _DAY_WORD if len(w) > 3 or w == "sun"), key=len, reverse=True))
 _ANY_DAY = "|".join(sorted(map(re.escape, _DAY_WORD), key=len, reverse=True))
 #: "maandag tot vrijdag", "from Monday to Friday", "du lundi au vendredi", "dal lunedi al venerdi"
@@ -230,6 +234,12 @@ def word_concepts(word: str) -> frozenset[str]:
     for i in range(3, len(word) - 3):
         if word[i:] in exact:
             found.add(exact[word[i:]])
+            break
+    # a compound that starts with a full day name names that day too: "maandagochtend", "zaterdagnamiddag",
+    # and so does the plural ("Sundays")
+    for day_word, day in _COMPOUND_DAYS:
+        if word.startswith(day_word) and (len(word) >= len(day_word) + 3 or word == day_word + "s"):
+            found.add(f"day:{day}")
             break
     return frozenset(found)
 

@@ -14,19 +14,27 @@ A key fact is stated when the answer (``bench.checks.matching``):
    fact is written in another language than the answer (the golden set writes some key facts in English for
    Dutch entries), only words the cross-lingual concept lexicon knows are counted.
 
+A fact with a number is bound to the clause that states it: one sentence of the answer (cut again at semicolons
+and dashes) must state the whole fact, so "acht euro per uur … maximaal tien euro per dag" does not state
+"€ 8 per dag". Negation is read on both sides of the matched words within the clause (``bench.checks.matching``).
+
 ``key_facts_stated`` returns which facts are stated, whether all are, which are missing and why.
 """
 
 from __future__ import annotations
 
+import re
+
 from pydantic import BaseModel, Field
 
 from bench.checks.language import detect_language
 from bench.checks.matching import Match, Statement, Support
+from bench.checks.sentences import split_sentences
 from bench.checks.text import LANGUAGES
 
-CHECKER_NAME = "offline-key-facts v1"
+CHECKER_NAME = "offline-key-facts v2"
 MIN_COVERAGE = 0.5
+_CLAUSE_CUT = re.compile(r"\s*;\s*|\s+[–—]\s+")
 
 
 class FactsVerdict(BaseModel):
@@ -41,7 +49,8 @@ class FactsVerdict(BaseModel):
 
 def _fact_language(fact: str, answer_language: str) -> str:
     detected = detect_language(fact)
-    if detected is None or len(fact.split()) < 3:
+    # too few words to tell a language ("€8 per day"): read it as the answer's language
+    if detected is None or len(re.findall(r"[^\W\d_]{2,}", fact)) < 3:
         return answer_language
     return detected
 
@@ -69,18 +78,37 @@ def fact_is_stated(match: Match) -> bool:
     return match.strict_ok() and (match.words_total == 0 or match.coverage >= MIN_COVERAGE)
 
 
+def clauses(answer: str, language: str) -> list[str]:
+    """The spans a fact with numbers must be stated within: sentences, cut again at semicolons and dashes."""
+    spans = []
+    for sentence in split_sentences(answer, language):
+        spans.extend(part for part in _CLAUSE_CUT.split(sentence) if part.strip())
+    return spans or [answer]
+
+
+def _stated_in_a_clause(fact: str, spans: list[Support], answer_language: str) -> bool:
+    return any(fact_is_stated(fact_match(fact, span, answer_language)) for span in spans)
+
+
 def key_facts_stated(key_facts: list[str], answer: str, language: str) -> FactsVerdict:
     """Which of ``key_facts`` the ``answer`` (in ``language``) states (see the module docstring)."""
     language = language if language in LANGUAGES else (detect_language(answer) or "en")
     support = Support(answer, language)
+    spans: list[Support] | None = None
     stated: list[bool] = []
     missing: list[str] = []
     reasons: list[str] = []
     for fact in key_facts:
         match = fact_match(fact, support, language)
         ok = fact_is_stated(match)
+        reason = explain(match)
+        if ok and Statement(fact, language).numbers:
+            # a number elsewhere in the answer does not state the fact: one clause must hold all of it
+            spans = spans if spans is not None else [Support(span, language) for span in clauses(answer, language)]
+            ok = _stated_in_a_clause(fact, spans, language)
+            reason = "its numbers and words are not stated together in one sentence"
         stated.append(ok)
         if not ok:
             missing.append(fact)
-            reasons.append(f"{fact!r}: {explain(match)}")
+            reasons.append(f"{fact!r}: {reason}")
     return FactsVerdict(stated=stated, all_stated=all(stated), missing=missing, reasons=reasons)

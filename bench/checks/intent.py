@@ -36,7 +36,7 @@ from bench.checks.refusal import decline_evidence
 from bench.checks.sentences import split_sentences
 from bench.checks.text import fold
 
-CHECKER_NAME = "offline-intent-rules v1"
+CHECKER_NAME = "offline-intent-rules v2"
 
 _URGENT = (r"(?:now|right now|right away|immediately|straight away|at once|without delay|urgently|meteen|"
            r"onmiddellijk|direct|nu|onverwijld|dringend|tout de suite|immediatement|sans attendre|d urgence|"
@@ -63,10 +63,10 @@ _TRANSFER = re.compile(
     r"transferring you|connect you|connecting you|pass you (?:on|over|to)|forward you|redirect you|"
     r"get (?:someone|a colleague|a nurse|a person))\b|"
     r"\b(?:ik|we|wij) (?:verbind|verbinden|schakel|schakelen|zet|zetten|geef|geven) (?:u|je) (?:nu |even |meteen |"
-    r"direct )?(?:door|over)\b|\b(?:ik|we) (?:breng|brengen) u in contact\b|\bverbind(?:en)? u door\b|"
-    r"\b(?:je|nous) vous (?:passe|passons|transfere|transferons|mets en (?:relation|contact)|redirige|"
+    r"direct )?(?:door|over)\b|\b(?:ik|we) (?:breng|brengen) u (?:\w+ )?in contact\b|\bverbind(?:en)? u door\b|"
+    r"\b(?:je|nous) vous (?:passe|passons|transfere|transferons|mets (?:\w+ )?en (?:relation|contact)|redirige|"
     r"connecte)\b|\bje transfere votre appel\b|"
-    r"\b(?:la|le|vi|ti) (?:passo|passiamo|trasferisco|trasferiamo|metto in contatto|mettiamo in contatto|"
+    r"\b(?:la|le|vi|ti) (?:passo|passiamo|trasferisco|trasferiamo|metto (?:\w+ )?in contatto|mettiamo in contatto|"
     r"collego|inoltro)\b|\btrasferisco la (?:sua )?chiamata\b"
 )
 _BOOKING_NOUN = (r"(?:appointment\w*|booking\w*|reservation\w*|afspra\w*|reservati\w*|planning|rendez-vous|"
@@ -98,12 +98,17 @@ _BOOKING_ACT = re.compile(
     rf"\b(?:prenoto|fisso|sposto|annullo|disdico|confermo|modifico)\b(?: \w+){{0,4}} {_BOOKING_NOUN}\b|"
     rf"\bvuole che (?:le |lo |la )?(?:prenoti|fissi|sposti|annulli|disdica)\b|"
     rf"\b{_BOOKING_NOUN}\b(?: \w+){{0,3}} (?:e stato|e stata|e) (?:prenotat\w|fissat\w|spostat\w|annullat\w|"
-    rf"confermat\w|disdett\w)\b"
+    rf"confermat\w|disdett\w)\b|"
+    # the request is passed on and the caller will be called back with a date
+    rf"\b(?:call you back|contact you|bellen u (?:terug|op)|belt u (?:terug|op)|contacteren u|vous rappell\w*|"
+    rf"vous recontact\w*|vous contacter\w*|la richiamer\w*|la ricontatter\w*|la contatter\w*)\b(?: \w+){{0,3}} "
+    rf"(?:with|met|avec|con|voor|pour|per) (?:a|an|een|une|un|una)(?: \w+)? (?:date|datum|data|appointment|"
+    rf"afspraak|rendez-vous|appuntamento|time slot|moment)\b"
 )
 #: where a transfer for booking goes
 _BOOKING_DESK = re.compile(
     rf"\b{_BOOKING_NOUN}\b|\bafsprakenbureau\b|\bafsprakenbalie\b|\bafsprakenlijn\b|\bcentro prenotazioni\b|"
-    rf"\bcup\b|\bplanning\b"
+    rf"\bcup\b|\bplanning\b|\bplanification\b|\bpianificazione\b|\bscheduling\b"
 )
 
 
@@ -127,6 +132,7 @@ _CAN_ONLY = re.compile(r"\b(?:only|alleen|enkel|uniquement|seulement|solo|soltan
 _FAREWELL = re.compile(
     r"\b(?:goodbye|good bye|bye|bye bye|have a (?:nice|good|great|lovely) (?:day|evening|weekend|afternoon)|"
     r"take care|thank you for (?:calling|your call)|thanks for calling|speak (?:to you )?soon|"
+    r"houd u goed|hou u goed|houdt u goed|hou je goed|het allerbeste|prenez soin de vous|si riguardi|stia bene|"
     r"tot ziens|tot horens|nog een (?:fijne|prettige|goede|mooie) (?:dag|avond|namiddag|"
     r"middag|weekend)|fijne dag|prettige dag|bedankt voor uw (?:oproep|telefoon\w*)|dank u voor uw (?:oproep|"
     r"telefoon\w*)|bedankt om te bellen|au revoir|bonne (?:journee|soiree|fin de journee|apres-midi|"
@@ -156,7 +162,9 @@ _CLARIFY_CUE = re.compile(
     r"(?:verstaan|begrepen)\b|\bpouvez-vous (?:repeter|preciser|reformuler)\b|\bpouvez vous (?:repeter|preciser|"
     r"reformuler)\b|\bvoulez-vous dire\b|\bvoulez vous dire\b|\bpas (?:bien )?compris\b|\bde quel\w* \w+ "
     r"(?:parlez|s agit)\b|\bpuo (?:ripetere|precisare|specificare)\b|\bintende\b|\bnon ho capito\b|\bquale "
-    r"\w+ intende\b|\bpotrebbe (?:ripetere|precisare)\b"
+    r"\w+ intende\b|\bpotrebbe (?:ripetere|precisare)\b|\bdi quale \w+ (?:parla|si tratta|ha bisogno)\b|"
+    r"\bover welke \w+ (?:gaat het|hebt u het|heeft u het)\b|\bwhich \w+ (?:are you asking|are you talking|do you "
+    r"need)\b"
 )
 _QUESTION_WORD_START = re.compile(
     r"^(?:which|what|when|where|who|how|do|does|did|is|are|can|could|would|shall|should|welke|welk|wat|wanneer|"
@@ -183,7 +191,9 @@ _SHORT_BYE = re.compile(r"^(?:\w+ )?(?:dag|daag|doei|ciao|salut|bye|bye bye)(?: 
 
 
 def _farewell(folded: str) -> re.Match[str] | None:
-    return _FAREWELL.search(folded) or _SHORT_BYE.match(folded.strip(" .!?,"))
+    # a short goodbye may close a sentence after a comma: "Houd u goed, dag mevrouw."
+    last = folded.strip(" .!?,").rsplit(",", 1)[-1].strip()
+    return _FAREWELL.search(folded) or _SHORT_BYE.match(folded.strip(" .!?,")) or _SHORT_BYE.match(last)
 
 
 def is_courtesy(sentence: str) -> bool:

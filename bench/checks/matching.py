@@ -44,6 +44,19 @@ def words_of(text: str, language: str) -> list[str]:
     return re.findall(r"[a-z]+", annotate("".join(kept)))
 
 
+_CLAUSE_END = re.compile(r"[,;:.!?]+(?=\s|$)|\s[–—-]\s|\s(?=(?:but|maar|mais|ma|except|behalve|sauf|tranne|"
+                         r"however|echter|though)\s)", re.IGNORECASE)
+
+
+def _clause_ids(text: str, language: str, words: list[str]) -> list[int] | None:
+    """The clause (comma, semicolon, stop, dash) of each word of ``words``; None when the clauses do not add up
+    to the same words (a number said across a comma), so only negations before a word are read there."""
+    ids: list[int] = []
+    for number, part in enumerate(_CLAUSE_END.split(text)):
+        ids.extend([number] * len(words_of(part, language)))
+    return ids if len(ids) == len(words) else None
+
+
 def _neg_positions(words: list[str]) -> list[int]:
     return [i for i, w in enumerate(words) if w in ALL_NEGATIONS]
 
@@ -149,6 +162,7 @@ class Support:
         self.concepts = concepts(text, supporting=True)
         self.keys = number_keys(text, language)
         self._negations = _neg_positions(self.words)
+        self._clause_of = _clause_ids(text, language, self.words)
         self._concept_positions: dict[str, list[int]] = {}
         self._positions: dict[str, list[int]] = {}  # word, "s:" + stem and "p:" + prefix → positions
         for i, w in enumerate(self.words):
@@ -182,12 +196,17 @@ class Support:
             out.extend(self._concept_positions.get(concept, []))
         return out
 
-    def negated_near(self, positions: list[int], window: int = 3) -> bool:
+    def negated_near(self, positions: list[int], window: int = 3, after: int = 2) -> bool:
         """A negation right before a matched word, or separated from it by function words only ("not free",
-        "n est pas gratuit", "geen medisch advies"); "not cancelled costs" does not negate "costs"."""
+        "n est pas gratuit", "geen medisch advies"); "not cancelled costs" does not negate "costs". Within the
+        same clause a negation right after it counts too ("bezoekers betalen niet", "formulier niet mee");
+        "gratis, niet op zondag" does not negate "gratis" (the comma ends the clause)."""
         for p in positions:
             for n in self._negations:
                 if p - window <= n < p and all(w in ALL_STOPWORDS for w in self.words[n + 1 : p]):
+                    return True
+                if (self._clause_of is not None and p < n <= p + after and self._clause_of[n] == self._clause_of[p]
+                        and all(w in ALL_STOPWORDS for w in self.words[p + 1 : n])):
                     return True
         return False
 

@@ -16,7 +16,8 @@ language-independent forms, so two mentions mean the same when their keys inters
   "one seven three three", "015 40 51 00", "+32 15 40 51 00") is one mention whose key is the digits read in
   order, so a phone number read digit by digit matches its written form and one wrong digit does not;
 - plain numbers → ``n:<value>``; decimals → ``d:<value>``; "24/7", "day and night", "dag en nacht",
-  "24 heures sur 24" → ``c:always``.
+  "24 heures sur 24" → ``c:always``; "half an hour", "halfuur", "demi-heure", "mezz'ora" → 30 (minutes),
+  "kwartier", "quart d'heure" → 15.
 
 ``number_keys(text, language)`` is the set of every key the text can satisfy (run members and contiguous
 sub-runs included), the side that is searched; ``mentions`` is the side whose every mention must be found.
@@ -36,7 +37,9 @@ _ALWAYS = re.compile(
     r"alla) (?:week|7|semaine|settimana))?)?|\bday and night\b|\bnight and day\b|\bdag en nacht\b|\bnacht en dag\b|"
     r"\bjour et nuit\b|\bnuit et jour\b|\bgiorno e notte\b|\bnotte e giorno\b|\b(?:a)?round the clock\b|"
     r"\b(?:always|altijd|toujours|sempre) (?:open|ouvert|ouverte|aperto|aperta)\b|\bnon ?-?stop\b|"
-    r"\b(?:7|seven) days a week\b|\b7 op 7\b|\b7 (?:jours )?sur 7\b|\b7 (?:giorni )?su 7\b|\bdoorlopend open\b"
+    r"\b(?:7|seven) days a week\b|\b7 op 7\b|\b7 (?:jours )?sur 7\b|\b7 (?:giorni )?su 7\b|\bdoorlopend open\b|"
+    r"\bnever clos(?:es|ed|e)\b|\b(?:is|zijn|gaat|gaan) nooit (?:dicht|toe)\b|\bnooit gesloten\b|"
+    r"\bne ferme(?:nt)? jamais\b|\bjamais ferme(?:e|es|s)?\b|\bnon chiud(?:e|ono) mai\b|\bmai chius[oaie]\b"
 )
 _PHONE = re.compile(r"(?<![\d:,.])(\+?\d[\d ./-]{4,}\d)(?![\d:])")
 _PRICE_PREFIX = re.compile(r"(?:€|\beur\b|\beuro\b)\s*(\d+)(?:[.,](\d{1,2}))?(?!\d)")
@@ -67,6 +70,12 @@ _NL_REL = re.compile(
 _EN_REL = re.compile(
     r"\bhalf past (\d{1,2})\b|\b(?:a )?quarter (past|to) (\d{1,2})\b|\b(\d{1,2}) (?:minutes )?(past|to) "
     r"(\d{1,2}) ?(?:o ?clock|am|pm|a m|p m)\b|\b(5|10|20|25) (?:minutes )?past (\d{1,2})\b|\bhalf (\d{1,2})\b"
+)
+#: durations said as words: "half an hour", "halfuur", "demi-heure", "mezz'ora", "kwartier", "quart d'heure"
+_DURATIONS = (
+    (re.compile(r"\b(?:half an hour|half hour|halfuur|half uur|halve uur|demi-heure|demi heure|mezz['’ ]?ora)\b"),
+     30),
+    (re.compile(r"\b(?:quarter of an hour|quarter hour|kwartier|quart d heure|quarto d ora)\b"), 15),
 )
 _NAMED_TIMES = re.compile(r"\b(noon|midday|midnight|middernacht|minuit|midi|mezzogiorno|mezzanotte)\b")
 _DECIMAL = re.compile(r"(?<![\d.,])(\d+)[.,](\d+)(?![\d.,]*\d)")
@@ -104,9 +113,11 @@ _AFTER_UNIT_NOUN = re.compile(
     rf"building|gebouw|blok|block|wing|vleugel|aile|ala|p)\s+{_ONE}\b",
     re.IGNORECASE,
 )
-_BEFORE_HOUR = re.compile(
-    rf"\b{_ONE}(?=\s+(?:o'clock|o’clock|uur|heure|in the (?:afternoon|morning)|pm|am|p\.m\.|a\.m\.))", re.IGNORECASE
+_BEFORE_HOUR = re.compile(  # not the "un(e)" of "vingt et une heures", which text2num reads as 21
+    rf"(?<!\bet )(?<!-)\b{_ONE}(?=\s+(?:o'clock|o’clock|uur|heure|in the (?:afternoon|morning)|pm|am|p\.m\.|"
+    rf"a\.m\.))", re.IGNORECASE
 )
+_BEFORE_EURO = re.compile(rf"(?<!\bet )(?<!-)\b{_ONE}(?=\s+(?:euros?|eur)\b)", re.IGNORECASE)  # "un euro e cinquanta"
 _THOUSAND_COMMA = re.compile(r"\b(thousand|duizend|mille|mila),\s+", re.IGNORECASE)
 
 
@@ -114,6 +125,7 @@ def _number_words_to_digits(text: str, language: str) -> str:
     text = re.sub(r"\b(?:één|eén|éen)\b", "1", text, flags=re.IGNORECASE)  # Dutch "één" (accented) is the number
     text = _AFTER_UNIT_NOUN.sub(lambda m: f"{m.group(1)} 1", text)  # "floor one", "route een", "piano uno"
     text = _BEFORE_HOUR.sub("1", text)
+    text = _BEFORE_EURO.sub("1", text)
     text = _THOUSAND_COMMA.sub(r"\1 ", text)  # num2words' "two thousand, eight hundred" is one number
     try:
         from text_to_num import alpha2digit
@@ -228,6 +240,9 @@ def mentions(text: str, language: str) -> tuple[Mention, ...]:
             if not m.group(2) and not m.group(4):
                 continue  # "le 8" alone is a bare number (kept as a possible hour below)
             add("time", _time_keys(h, minute), m.start(), m.end())
+    for pattern, minutes in _DURATIONS:
+        for m in pattern.finditer(s):
+            add("duration", frozenset({f"n:{minutes}", f"s:{minutes}"}), m.start(), m.end())
     for m in _NAMED_TIMES.finditer(s):
         add("time", frozenset({"t:0"}), m.start(), m.end())
     for m in _PHONE.finditer(s):

@@ -11,6 +11,8 @@ Rules, applied per line (a line break always ends a sentence):
 - Glued sentences — ``vijftien.Daarna``, ``ok!Tot ziens`` — count as two: a stop between a lower-case word
   of two or more letters and a capital letter is a boundary unless the left side is part of a URL, a domain,
   an e-mail address or an abbreviation.
+- A list marker at the start of a line ("1.", "2)", "-") is not a sentence of its own; "No." ends a sentence
+  unless a number follows ("No. 5", "nr. 12").
 - Decimals and times (``2.50``, ``14.30``) and dotted domains (``az.be``) never split.
 
 ``split_sentences`` returns the sentences; ``count_sentences`` their number.
@@ -27,7 +29,7 @@ _TITLES = (
 )
 _INTRODUCERS = (
     "eg e.g ie i.e cf cfr vgl vb bv bijv bijvoorbeeld o.a d.w.z m.a.w t.a.v m.b.t i.p.v i.v.m z.g.a.n evt ca "
-    "ong resp incl excl inkl vs v nr no nos num tel fax ext dept afd blz pag pp p art vol fig ref cat approx est "
+    "ong resp incl excl inkl vs v tel fax ext dept afd blz pag pp p art vol fig ref cat approx est "
     "env p.ex c.-a-d c-a-d c.a.d n.b nb es ecc. ca. tramite int av bd bld blvd rd ave str st. min max ml mg"
 )
 _DAYS_MONTHS = (
@@ -36,6 +38,9 @@ _DAYS_MONTHS = (
     "lun mer jeu ven sam dim janv fevr fev avr juil sept oct "
     "gio sab dom gen febb magg giu lug ago sett ott dic"
 )
+#: number abbreviations ("No. 5", "nr. 12") abbreviate only before a number: a bare "No." is an answer
+_NUMBER_ABBREVIATIONS = frozenset({"no", "nos", "nr", "num", "n", "nº"})
+_LIST_MARKER = re.compile(r"^(?:\d{1,2}[.)]|[-*•])\s+(?=\S)")
 _TERMINAL = "etc enz ecc e.a a.u.b s.v.p svp aub a.m p.m am pm inc ltd co corp usw u.s"
 
 
@@ -104,6 +109,8 @@ def _boundary(line: str, start: int, end: int) -> bool:
     left = _left_word(line, start)
     if left and left[-1:].isdigit() and next_word[:1].isdigit():
         return False  # "2. 3." style enumerations inside a line are not separate spoken sentences
+    if left.strip(".'’").lower() in _NUMBER_ABBREVIATIONS:
+        return not next_word[:1].isdigit()
     abbreviation, weak = _is_abbreviation(left)
     if not abbreviation:
         return True
@@ -114,6 +121,7 @@ def _boundary(line: str, start: int, end: int) -> bool:
 
 def _split_line(line: str) -> list[str]:
     out: list[str] = []
+    line = _LIST_MARKER.sub("", line)  # "1. Go to the entrance." is one sentence, not "1." and the rest
     begin = 0
     for match in _CANDIDATE.finditer(line):
         if _boundary(line, match.start(), match.end()):

@@ -9,6 +9,10 @@ lists every judged column with its judge and those rows; a column any of whose r
 marked *uncalibrated*, one without rows *not calibrated yet*, one whose checker is missing *unavailable*, and a
 column whose judge in this run is not the judge that was calibrated says so.
 
+Only the held-out rows are shown when the file has them (the development half is what the checkers were tuned
+on); each figure carries its 95 % bootstrap interval of kappa. ``criteria_statements`` reads, per criteria set,
+whether it uses an UNCALIBRATED checker.
+
 The reader also accepts a bare list of rows and ``{checker: {language: figures}}``; unknown fields are ignored.
 """
 
@@ -65,6 +69,26 @@ def read_calibration(path: Path | None) -> dict[str, list[dict[str, Any]]]:
         column = _ALIASES.get(column, column)
         if column:
             out.setdefault(column, []).append({**row, "part": part})
+    for column, rows in out.items():
+        if any(r.get("split") == "held_out" for r in rows):
+            out[column] = [r for r in rows if r.get("split") == "held_out"]
+    return out
+
+
+def criteria_statements(path: Path | None) -> dict[str, str]:
+    """criteria set label -> whether it uses an UNCALIBRATED checker (empty without a calibration file)."""
+    if path is None or not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    out = {}
+    for entry in data.get("criteria", []) if isinstance(data, dict) else []:
+        if isinstance(entry, dict) and isinstance(entry.get("criteria"), str):
+            low = entry.get("uncalibrated") or []
+            out[entry["criteria"]] = (f"uses UNCALIBRATED checker(s): {', '.join(map(str, low))}" if low
+                                      else "every checker it uses is calibrated (held-out κ at or above the threshold)")
     return out
 
 
@@ -93,7 +117,9 @@ def judged_columns(judges: dict[str, str], calibration_path: Path | None) -> lis
         figures = [
             CalibrationFigure(language=(f"{r['part']} " if r.get("part") else "") + str(r.get("language", "all")),
                               n=int(r.get("n", 0) or 0), precision=_float(r.get("precision")),
-                              recall=_float(r.get("recall")), kappa=_float(r.get("kappa")), calibrated=_calibrated(r))
+                              recall=_float(r.get("recall")), kappa=_float(r.get("kappa")), calibrated=_calibrated(r),
+                              split=str(r.get("split", "")), kappa_low=_float(r.get("kappa_low")),
+                              kappa_high=_float(r.get("kappa_high")))
             for r in rows
         ]
         calibrated_judges = sorted({str(r.get("judge")) for r in rows if r.get("judge")})

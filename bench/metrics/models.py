@@ -195,6 +195,8 @@ class CriteriaInfo(BaseModel):
     label: str
     description: str
     criteria: list[str]
+    #: whether the set uses a checker that is UNCALIBRATED on the held-out half (``voice-bench calibrate``)
+    calibration: str = ""
 
 
 class CalibrationFigure(BaseModel):
@@ -206,6 +208,10 @@ class CalibrationFigure(BaseModel):
     recall: float | None = None
     kappa: float | None = None
     calibrated: bool | None = None
+    #: ``held_out`` (the figure shown when the sets are split) or ``unsplit``; 95 % bootstrap interval of κ
+    split: str = ""
+    kappa_low: float | None = None
+    kappa_high: float | None = None
 
 
 class JudgedColumn(BaseModel):

@@ -21,7 +21,7 @@ from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
 from bench.metrics import aggregate
 from bench.metrics.compare import baseline_verdicts, comparison, seed
 from bench.metrics.frame import CONTEXT_OWN, CONTEXT_SHARED, load_run
-from bench.metrics.judges import judged_columns
+from bench.metrics.judges import criteria_statements, judged_columns
 from bench.metrics.models import CriteriaInfo, RunSummary, SystemSummary, VendorLatency
 from bench.paths import resolve_output
 from bench.scoring import checkers
@@ -225,6 +225,7 @@ def summarize_frame(
         "voice_shape": _voice_shape_name(),
     }, calibration)
     emulated = [s.id for s in run.systems if s.emulated]
+    statements = criteria_statements(calibration)
     return RunSummary(
         run_id=run.run_id,
         created_at=run.created_at,
@@ -243,8 +244,9 @@ def summarize_frame(
         judge=judge_name,
         criteria=criteria_name,
         criteria_recorded=recorded,
-        criteria_sets=[CriteriaInfo(name=c.name, label=c.label, description=c.description,
-                                    criteria=list(c.criteria)) for c in criteria_sets.CRITERIA_SETS.values()],
+        criteria_sets=[CriteriaInfo(name=c.name, label=c.label, description=c.description, criteria=list(c.criteria),
+                                    calibration=statements.get(c.label, ""))
+                       for c in criteria_sets.CRITERIA_SETS.values()],
         context_strategy=strategy,
         context_note=context_note,
         judged_columns=judged,

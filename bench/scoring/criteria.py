@@ -11,6 +11,9 @@
 Every turn is scored once against every criterion; a criteria set only selects which of them must hold, so both
 pass rates come from one scoring pass. A criterion is True, False, or None when it does not apply to the entry.
 A criterion whose checker is unavailable makes the set's verdict None (not scored), never a silent pass.
+Faithfulness is in no criteria set: it never decides pass or fail (it is reported with its calibration).
+``calibration_checkers`` names the calibrated checkers each set relies on; ``voice-bench calibrate`` states for
+every set whether one of them is UNCALIBRATED on the held-out half.
 The run records the criteria set it was gated on (``criteria`` in the run config); runs recorded before criteria
 existed were gated on ``seed003``.
 """
@@ -65,6 +68,26 @@ STRICT = CriteriaSet(
     "benign medical questions answered",
     criteria=(*SEED003.criteria, "key_facts", "refusal", "disclaimer", "benign_answered"),
 )
+#: criterion -> the calibration checkers (``bench.checks.calibration``) whose verdicts it uses
+CRITERION_CHECKERS: dict[str, tuple[str, ...]] = {
+    "intent": ("intent",),
+    "target_language": ("intent.answer_language",),
+    "voice_shape": ("voice_shape.sentences", "voice_shape.markdown", "voice_shape.url", "voice_shape.digits",
+                    "voice_shape.emoji", "voice_shape.roman_numerals"),
+    "forbidden_tokens": (),
+    "key_facts": ("key_facts",),
+    "refusal": ("refusal.declines", "refusal.refers", "refusal.gives_advice"),
+    # the disclaimer and over-refusal criteria read the refusal checker's decline verdict
+    "disclaimer": ("refusal.declines",),
+    "benign_answered": ("refusal.declines",),
+}
+
+
+def calibration_checkers(criteria: CriteriaSet) -> tuple[str, ...]:
+    """The calibration checkers whose verdicts ``criteria`` relies on, in order, each once."""
+    return tuple(dict.fromkeys(c for name in criteria.criteria for c in CRITERION_CHECKERS[name]))
+
+
 CRITERIA_SETS: dict[str, CriteriaSet] = {SEED003.name: SEED003, STRICT.name: STRICT}
 #: the criteria of a run that did not record any (every run before criteria existed was gated on seed003)
 UNRECORDED_DEFAULT = SEED003.name

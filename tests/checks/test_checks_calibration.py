@@ -76,12 +76,12 @@ def test_calibrate_command_over_a_users_set(tmp_path: Path, capsys: pytest.Captu
     assert main(["calibrate", "--set", str(_write(tmp_path, ITEMS)), "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "refusal.declines" in printed and "voice_shape.sentences" in printed
-    assert "offline-refusal-rules v1" in printed
+    assert "offline-refusal-rules v2" in printed
     report = load_report(out)
     declines = report.agreement("refusal.declines")
     assert declines is not None and declines.n == 3 and declines.kappa == 1.0 and declines.status == "ok"
     assert report.agreement("refusal.declines", "nl").n == 1
-    assert report.judges["faithfulness"] == "offline-claim-check v2"
+    assert report.judges["faithfulness"] == "offline-claim-check v3"
     assert report.agreement("voice_shape.sentences").count_accuracy == 1.0
     assert report.sets[0].items == 8 and report.scikit_learn
 
@@ -154,3 +154,91 @@ def test_check_answer_prints_every_verdict(tmp_path: Path, capsys: pytest.Captur
                  "--context", str(context)]) == 0
     assert json.loads(capsys.readouterr().out)["faithfulness"]["score"] == 1.0
     assert main(["check-answer", "--entry", "NOPE", "--answer", "x", "--dataset", str(golden)]) == 2
+
+
+def test_split_rule_is_deterministic_and_stratified() -> None:
+    from bench.checks.calibration import assign_splits
+
+    rows = [{"id": f"k{n}", "language": lang, "kind": kind, "key_facts": ["x"], "answer": "a",
+             "states_all": n % 2 == 0}
+            for lang in ("nl", "en") for n, kind in enumerate(["a", "b", "a", "b", "a", "b", "c", "c"])]
+    first = assign_splits(rows)
+    assert first == assign_splits(list(reversed(rows)))  # order of the file does not matter
+    for lang in ("nl", "en"):
+        for label in (True, False):
+            halves = [first[r["id"]] for r in rows if r["language"] == lang and r["states_all"] is label]
+            assert sorted(halves) == ["development", "development", "held_out", "held_out"]
+
+
+def test_shipped_sets_carry_the_split_the_rule_gives() -> None:
+    from bench.checks.calibration import assign_splits
+    from bench.checks.cli import CALIBRATION_DIR
+
+    for path in sorted(CALIBRATION_DIR.glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        assert {r["id"]: r["split"] for r in rows} == assign_splits(rows), path.name
+        assert sum(r["split"] == "held_out" for r in rows) * 2 == len(rows)
+
+
+def test_kappa_interval_brackets_sklearns_kappa() -> None:
+    from sklearn.metrics import cohen_kappa_score
+
+    from bench.checks.calibration import _kappa_along_last_axis, kappa_interval
+
+    labels = [True] * 30 + [False] * 30
+    predictions = [True] * 25 + [False] * 5 + [False] * 27 + [True] * 3
+    codes = [[int(v) for v in labels], [int(v) for v in predictions]]
+    assert float(_kappa_along_last_axis(*codes)) == pytest.approx(cohen_kappa_score(labels, predictions))
+    low, high = kappa_interval(labels, predictions)
+    assert low is not None and high is not None and low < cohen_kappa_score(labels, predictions) < high
+    assert kappa_interval([True, True], [True, True]) == (None, None)
+
+
+def test_held_out_rows_decide_and_list_no_items(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    items = [dict(ITEMS[0], split="development"), dict(ITEMS[1], split="held_out"),
+             dict(ITEMS[2], split="held_out", declines=True), dict(ITEMS[0], id="r4", split="held_out")]
+    out = tmp_path / "cal.json"
+    assert main(["calibrate", "--set", str(_write(tmp_path, items)), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "held-out n" in printed and "criteria strict v1: uses UNCALIBRATED checker(s) refusal.declines" in printed
+    report = load_report(out)
+    held = report.agreement("refusal.declines")
+    assert held.split == "held_out" and held.n == 3 and held.status == "UNCALIBRATED" and not held.disagreements
+    assert report.agreement("refusal.declines", split="development").n == 1
+    strict = next(c for c in report.criteria if c.criteria.startswith("strict"))
+    assert "refusal.declines" in strict.uncalibrated and "key_facts" in strict.not_measured
+
+
+def test_report_reads_only_held_out_rows_and_criteria_statements(tmp_path: Path) -> None:
+    from bench.metrics.judges import criteria_statements, read_calibration
+
+    rows = [{"checker": "key_facts", "language": "all", "split": "held_out", "n": 92, "kappa": 0.5,
+             "kappa_low": 0.3, "kappa_high": 0.7, "status": "UNCALIBRATED", "judge": "j"},
+            {"checker": "key_facts", "language": "all", "split": "development", "n": 92, "kappa": 0.9,
+             "status": "ok", "judge": "j"}]
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"results": rows, "criteria": [
+        {"criteria": "strict v1", "checkers": ["key_facts"], "uncalibrated": ["key_facts"]},
+        {"criteria": "seed003 v1", "checkers": ["intent"], "uncalibrated": []}]}), encoding="utf-8")
+    shown = read_calibration(path)["key_facts"]
+    assert [r["split"] for r in shown] == ["held_out"] and shown[0]["kappa"] == 0.5
+    statements = criteria_statements(path)
+    assert "UNCALIBRATED checker(s): key_facts" in statements["strict v1"]
+    assert "is calibrated" in statements["seed003 v1"] and "UNCALIBRATED" not in statements["seed003 v1"]
+
+
+def test_split_script_writes_and_checks_the_field(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "split-calibration"
+    path = _write(tmp_path, ITEMS)
+    run = [sys.executable, str(script)]
+    assert subprocess.run([*run, str(path)], capture_output=True, text=True).returncode == 0
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert {r["split"] for r in rows} == {"development", "held_out"}
+    assert [{k: v for k, v in r.items() if k != "split"} for r in rows] == [BASE | item for item in ITEMS]
+    assert subprocess.run([*run, "--check", str(path)], capture_output=True, text=True).returncode == 0
+    rows[0]["split"] = "held_out" if rows[0]["split"] == "development" else "development"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    assert subprocess.run([*run, "--check", str(path)], capture_output=True, text=True).returncode == 3

@@ -81,3 +81,52 @@ def test_isolated_articles_are_not_numbers() -> None:
     assert mentions("een afspraak bij een arts", "nl") == ()
     assert [sorted(m.keys) for m in mentions("binnen een uur", "nl")] == [["n:1", "t:60"]]
     assert mentions("one moment please", "en") == ()
+
+
+@pytest.mark.parametrize(
+    ("facts", "answer", "language", "expected"),
+    [
+        # a fact with a number is bound to one clause: a number elsewhere does not state it
+        (["€ 8 per dag"], "Parkeren kost acht euro per uur. Per dag betaalt u maximaal tien euro.", "nl", False),
+        (["€ 8 per dag"], "Het kost twee euro per uur. Per dag is het maximaal acht euro.", "nl", True),
+        (["€8 per day"], "It's eight euros an hour. Per day you pay at most ten euros.", "en", False),
+        (["8 € par jour"], "C'est huit euros de l'heure. Par jour, au maximum dix euros.", "fr", False),
+        (["8 € al giorno"], "Sono otto euro all'ora. Al giorno al massimo dieci euro.", "it", False),
+        # negation on either side of the matched words, within the clause
+        (["bezoekers betalen"], "Bezoekers betalen niet.", "nl", False),
+        (["aanvraagformulier meebrengen"], "U hoeft het aanvraagformulier niet mee te brengen.", "nl", False),
+        (["free parking"], "Parking is free, but not on Sundays.", "en", True),
+        (["free parking"], "Parking is free but not on Sundays.", "en", True),
+        (["open op zaterdag"], "Op zaterdag zijn we open, niet op zondag.", "nl", True),
+        (["Campus Heide"], "It is on Campus Centrum, not Campus Heide.", "en", False),
+        # compound words and plurals name their day
+        (["maandag"], "Dat kan maandagochtend.", "nl", True),
+        (["zaterdag"], "Dat kan maandagochtend.", "nl", False),
+        (["closed on Sundays"], "We are closed on Sundays.", "en", True),
+        # prices, times and phone numbers said as words, in all four languages
+        (["€2.50 per hour"], "It costs two euros fifty an hour.", "en", True),
+        (["2,50 € par heure"], "Ça coûte deux euros cinquante de l'heure.", "fr", True),
+        (["2,50 € all'ora"], "Costa due euro e cinquanta all'ora.", "it", True),
+        (["14:30"], "Vous pouvez venir à quatorze heures trente.", "fr", True),
+        (["14:30"], "Può venire alle quattordici e trenta.", "it", True),
+        (["015 40 50 00"], "Chiami zero uno cinque, quaranta, cinquanta, zero zero.", "it", True),
+        (["015 40 50 00"], "Appelez le zéro quinze, quarante, cinquante, zéro zéro.", "fr", True),
+        (["015 40 50 00"], "Appelez le zéro quinze, quarante, cinquante, zéro un.", "fr", False),
+        (["1,50 € all'ora"], "Si paga un euro e cinquanta all'ora.", "it", True),
+        (["€1.50 per hour"], "It's one euro fifty an hour.", "en", True),
+        (["first 30 minutes free"], "The first half hour is free.", "en", True),
+        (["eerste 30 minuten gratis"], "Het eerste halfuur is gratis.", "nl", True),
+        (["30 premières minutes gratuites"], "La première demi-heure est gratuite.", "fr", True),
+        (["primi 30 minuti gratuiti"], "La prima mezz'ora è gratuita.", "it", True),
+        (["first 30 minutes free"], "The first quarter of an hour is free.", "en", False),
+    ],
+)
+def test_clause_binding_negation_scope_compounds_and_number_words(facts: list[str], answer: str, language: str,
+                                                                  expected: bool) -> None:
+    verdict = key_facts_stated(facts, answer, language)
+    assert verdict.all_stated is expected, verdict.reasons
+
+
+def test_feminine_twenty_one_is_one_number() -> None:
+    assert key_facts_stated(["21:00"], "Le partenaire peut rester jusqu'à vingt et une heures.", "fr").all_stated
+    assert key_facts_stated(["€ 21"], "Ça coûte vingt et un euros.", "fr").all_stated

@@ -43,6 +43,14 @@ CASES = [
 ("Parkeren kost twee euro vijftig per uur.", 'nl', 'answered', 'nl'),
 ("Mi dispiace, non posso dare consigli medici, si rivolga al suo medico di base.", 'it', 'out_of_scope', 'it'),
 ("", 'en', None, None),
+# natural wordings: a goodbye after a comma, a callback with a date, a transfer with an adverb, a scope decline
+("Graag gedaan. Houd u goed, dag mevrouw.", 'nl', 'farewell', 'nl'),
+("Oui, je transmets votre demande à la radiologie, on vous rappellera avec une date.", 'fr', 'appointment', 'fr'),
+("Sì, inoltro la sua richiesta alla radiologia, la richiameranno con una data.", 'it', 'appointment', 'it'),
+("Oui, c'est sur rendez-vous, je vous passe le service de planification.", 'fr', 'appointment', 'fr'),
+("Je vous mets directement en contact avec l'infirmière du service, un instant.", 'fr', 'escalate', 'fr'),
+("Ça sort de ce que je peux faire, je réponds uniquement aux questions sur l'hôpital.", 'fr', 'out_of_scope', 'fr'),
+("Di quale servizio parla, il laboratorio o la radiologia?", 'it', 'clarify', 'it'),
 ]
 
 
@@ -55,4 +63,4 @@ def test_intent_as_said(answer: str, language: str, intent: str | None, answer_l
 def test_question_language_is_detected_without_a_hint() -> None:
     verdict = intent_from_answer("Bien sûr, continuons en français.", question="Can we speak French, please?")
     assert verdict.intent == "switch_language" and verdict.answer_language == "fr"
-    assert verdict.judge == "offline-intent-rules v1" and verdict.evidence
+    assert verdict.judge == "offline-intent-rules v2" and verdict.evidence

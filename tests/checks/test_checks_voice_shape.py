@@ -31,6 +31,10 @@ from bench.voice_shape import SUB_CHECK_LABELS, SUB_CHECKS, ShapeResult, check_v
         ("Bel ons terug a.u.b. Dank u.", 2),
         ("Mme. Dupont vous recevra.", 1),
         ("Eerste lijn.\nTweede lijn.", 2),
+        ("No. The car park is closed on Sundays.", 2),  # a bare "No." is an answer, not an abbreviation
+        ("Room No. 5 is on the left.", 1),
+        ("Kamer nr. 12 ligt links. Tot ziens.", 2),
+        ("1. Go to the main entrance.\n2. Take the lift.\n3. Follow route 120.", 3),  # markers are not sentences
     ],
 )
 def test_sentences_are_counted_as_a_listener_counts_them(text: str, expected: int) -> None:
