@@ -14,7 +14,8 @@ Options (``system.options``): ``agent_id`` (required live), ``requires_auth`` (s
 ``base_url`` (live: SDK base URL), ``text_only``, ``override_prompt`` / ``override_language`` /
 ``override_first_message``, ``dynamic_variables`` (plus ``spec.metadata``), ``intent_tool`` (the agent has the
 intent tool), ``response_complete_event`` (the agent lists ``agent_response_complete`` in its client events:
-wait for it instead of the quiet period), ``response_quiet_s``, ``fetch_cost`` / ``cost_wait_s`` (read the cost
+only that event ends a response), ``response_quiet_s`` (the fallback end where the agent's audio carries no
+``alignment``; see ``session``), ``fetch_cost`` / ``cost_wait_s`` (read the cost
 back after hanging up), ``trace`` (keep the message types on the session as ``session.trace``),
 ``knowledge_usage_mode`` (``auto``: the agent's RAG retrieves from the uploaded documents; ``prompt``: whole
 documents in its prompt).
