@@ -66,6 +66,9 @@ class ElevenLabsAgentOptions(BaseModel):
     cost_wait_s: float = Field(default=30.0, ge=0)
     trace: bool = False
     knowledge_usage_mode: Literal["auto", "prompt"] = "auto"
+    #: the agent's end-of-speech wait after a caller's turn (its turn timeout settings); a text turn has no caller
+    #: speech on the line, so the billed call time adds this much per text turn
+    billing_endpointing_ms: float = Field(default=300.0, ge=0, le=5000)
 
 
 class ElevenLabsAgentAdapter:
@@ -144,7 +147,7 @@ class ElevenLabsAgentAdapter:
         options = self.options
         return SessionSettings(text_only=options.text_only, response_complete_event=options.response_complete_event,
                                response_quiet_s=options.response_quiet_s, idle_timeout_s=spec.idle_timeout_s,
-                               trace=options.trace)
+                               trace=options.trace, endpointing_s=options.billing_endpointing_ms / 1000.0)
 
     def initiation(self, spec: SessionSpec) -> wire.ConversationInitiationClientData:
         options = self.options

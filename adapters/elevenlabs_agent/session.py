@@ -49,10 +49,12 @@ whose ``agent_response`` never came, or a client tool's result the agent did not
 that ended by its signals and voices no further character (trailing silence) is dropped, not taken for a new
 reply. A response awaited with no agent frame (pings do not count) for ``spec.idle_timeout_s`` is a stall.
 
-Usage: the socket reports none; ``close_connection`` emits ``Usage(scope="session")`` with the connected minutes
-(ElevenLabs bills agent conversations by the minute), the last ping and, given a cost reader (``fetch_cost``), the
-cost read back from the conversation (``sdk.conversation_cost``). Audio seconds are not metered here: the engine
-counts them from the ``AudioDelta``s and the frames it pushed.
+Usage: the socket reports none; ``close_connection`` emits ``Usage(scope="session")`` with the billed minutes —
+ElevenLabs bills agent conversations by the minute and the caller stays on the line while the answer plays, so they
+are the call's duration as heard (``adapters._kit.call_meter``: connect to the end of the last answer's playout,
+plus ``endpointing_s`` per text turn), not the socket's open time — the last ping and, given a cost reader
+(``fetch_cost``), the cost read back from the conversation (``sdk.conversation_cost``). Audio seconds are not
+metered here: the engine counts them from the ``AudioDelta``s and the frames it pushed.
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ from typing import Literal
 from pydantic import BaseModel
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
+from adapters._kit.call_meter import CallMeter
 from adapters._kit.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
 from adapters._kit.ws import Transport
 from adapters.elevenlabs_agent import wire
@@ -120,6 +123,8 @@ class SessionSettings(BaseModel):
     cut_quiet_s: float = 0.5
     idle_timeout_s: float = 15.0
     trace: bool = False
+    #: the agent's end-of-speech wait after a caller turn, added to the billed call time per text turn
+    endpointing_s: float = 0.0
 
 
 @dataclass
@@ -193,6 +198,7 @@ class ElevenLabsSession(StreamingSession):
         self._last_ping_ms: float | None = None
         self._last_frame = time.monotonic()
         self._opened = time.monotonic()
+        self.meter = CallMeter(endpointing_s=settings.endpointing_s, opened=self._opened)
         self._session_usage_sent = False
         self._hanging_up = False
 
@@ -200,6 +206,7 @@ class ElevenLabsSession(StreamingSession):
     async def start(self, initiation: wire.ConversationInitiationClientData) -> None:
         """Initiate the conversation and start the reader; raises ``AdapterError`` when it cannot start."""
         self._opened = time.monotonic()
+        self.meter = CallMeter(endpointing_s=self.settings.endpointing_s, opened=self._opened)
         try:
             await self._send(initiation)
             meta = await self._await_metadata()
@@ -242,6 +249,7 @@ class ElevenLabsSession(StreamingSession):
         async with self._lock:
             self._cut(by="caller")
             response = self._begin("text")
+            self.meter.text_turn()
             await self._send(wire.UserMessage(text=text))
             self.emit(UserTurnSent(response_id=response.id))
 
@@ -330,6 +338,7 @@ class ElevenLabsSession(StreamingSession):
         if played_ms is None:
             played_ms = response.audio_bytes / 2 / self.output_rate * 1000.0
         response.cut_by = by
+        self.meter.cut()
         response.event_id = max(response.event_id or 0, self._last_event_id) if by == "caller" else response.event_id
         response.last_frame = time.monotonic()
         self.emit(Interrupted(response_id=response.id, by=by, played_ms=played_ms))
@@ -468,6 +477,7 @@ class ElevenLabsSession(StreamingSession):
         if event_id is not None:
             self._last_event_id = max(self._last_event_id, event_id)
         if isinstance(message, wire.Audio) and self._trailing(message.audio_event):
+            self.meter.heard(self._seconds(message.audio_event))
             return  # after the turn's last voiced character: nothing the caller would take for a new reply
         if isinstance(message, (wire.Audio, wire.AgentResponse, wire.AgentChatResponsePart)):
             response = self._for_frame(event_id)
@@ -567,12 +577,18 @@ class ElevenLabsSession(StreamingSession):
                 and finished.cut_by is None and finished.event_id is not None and event.event_id == finished.event_id
                 and event.alignment is not None and not _letters("".join(event.alignment.chars)))
 
+    def _seconds(self, event: wire.AudioEvent) -> float:
+        """How long an audio frame plays (its base64 length: 4 characters per 3 bytes, 2 bytes per sample)."""
+        return len(event.audio_base_64) * 3 / 4 / 2 / self.output_rate
+
     def _on_audio(self, event: wire.AudioEvent) -> None:
         try:
             pcm = base64.b64decode(event.audio_base_64, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise AdapterError(f"malformed audio chunk: {exc}", code=ErrorCode.MALFORMED) from None
         response = self._for_frame(event.event_id)
+        if response.cut_by is None:  # the caller hears it (a cut reply's late audio is not played)
+            self.meter.heard(len(pcm) / 2 / self.output_rate)
         if not response.spoke and pcm:
             self.emit(AgentSpeechStarted(response_id=response.id))
         response.audio_bytes += len(pcm)
@@ -606,10 +622,9 @@ class ElevenLabsSession(StreamingSession):
         if self._session_usage_sent:
             return
         self._session_usage_sent = True
-        connected_s = time.monotonic() - self._opened
         usage = Usage(
             scope="session",
-            billed_minutes=connected_s / 60.0,
+            billed_minutes=self.meter.billed_minutes(),
             vendor_latency_ms={"elevenlabs_ping_ms": self._last_ping_ms} if self._last_ping_ms else {},
         )
         if self._cost_reader is not None and self.conversation_id:
