@@ -134,3 +134,18 @@ def test_price_units() -> None:
         ],
     )
     assert plan.pricing_date == "2026" and plan.unverified
+
+
+@pytest.mark.parametrize("adapter", ["deepgram_agent", "elevenlabs_agent", "vapi", "retell"])
+def test_per_minute_vendors_name_their_basis_as_the_call_minute(adapter: str) -> None:
+    summary, _ = summarize_cost(pd.DataFrame({"billed_minutes": [0.2]}), adapter, "live")
+    assert summary.basis.startswith("per call minute (") and summary.plan is not None
+    assert summary.plan.basis == summary.basis and "vendor-reported" in summary.vendor_reported_basis
+
+
+def test_every_cost_figure_names_its_basis() -> None:
+    token, _ = summarize_cost(pd.DataFrame({"output_audio_tokens": [100]}), "openai_realtime", "live")
+    local, _ = summarize_cost(pd.DataFrame({"answer": ["a"]}), "inhouse", "local")
+    unpriced, _ = summarize_cost(pd.DataFrame({"answer": ["a"]}), "no_such_adapter", "live")
+    assert (token.basis, local.basis, unpriced.basis) == ("per token", "per turn", "unpriced")
+    assert '"basis":"per token"' in token.model_dump_json()  # what summary.json carries
