@@ -16,7 +16,8 @@ Meters (columns of a turn record) and how they are billed:
   answer plays, so an adapter meters connect → the end of the last answer's playout (audio played in real time in
   arrival order; in audio runs the caller's speech is on the line too), plus the agent's configured endpointing per
   text turn (``adapters/_kit/call_meter.py``) — never the socket's open time alone, which ends right after the last
-  audio byte arrives and favoured per-minute vendors several-fold over per-token ones.
+  audio byte arrives and favoured per-minute vendors several-fold over per-token ones. Where a record has both,
+  the billed minutes are never fewer than its ``output_audio_seconds`` / 60.
 - ``input_audio_minutes``: ``input_audio_seconds / 60`` (speech-to-text priced per audio minute).
 - ``turn``: a flat price per executed turn (0 for the local deterministic stacks).
 
@@ -255,6 +256,10 @@ def _meter_frame(turns: pd.DataFrame) -> pd.DataFrame:
 
     cached = col("cached_input_tokens")
     text_in = col("input_text_tokens")
+    # a billed call lasts at least as long as the answer it played (records from before the call meter, or a
+    # vendor's own minutes cut short by an early hang-up)
+    billed = col("billed_minutes")
+    billed = billed.where(billed.isna(), np.fmax(billed, col("output_audio_seconds") / 60.0))
     return pd.DataFrame(
         {
             "input_text_tokens": (text_in - cached.fillna(0)).clip(lower=0),
@@ -262,7 +267,7 @@ def _meter_frame(turns: pd.DataFrame) -> pd.DataFrame:
             "output_text_tokens": col("output_text_tokens"),
             "input_audio_tokens": col("input_audio_tokens"),
             "output_audio_tokens": col("output_audio_tokens"),
-            "billed_minutes": col("billed_minutes"),
+            "billed_minutes": billed,
             "input_audio_minutes": col("input_audio_seconds") / 60.0,
             "turn": pd.Series(1.0, index=turns.index),
         },

@@ -149,3 +149,10 @@ def test_every_cost_figure_names_its_basis() -> None:
     unpriced, _ = summarize_cost(pd.DataFrame({"answer": ["a"]}), "no_such_adapter", "live")
     assert (token.basis, local.basis, unpriced.basis) == ("per token", "per turn", "unpriced")
     assert '"basis":"per token"' in token.model_dump_json()  # what summary.json carries
+
+
+def test_billed_minutes_are_never_fewer_than_the_answer_audio() -> None:
+    """A stored record metered from socket time (1.54 s against 7.31 s of agent audio) is billed for the audio."""
+    turns = pd.DataFrame({"billed_minutes": [1.54 / 60, 10 / 60, None], "output_audio_seconds": [7.31, 7.31, 7.31]})
+    costs = turn_costs(turns, next(t for t in _tables() if t.vendor == "deepgram").plan("voice-agent"))
+    assert list(costs[:2]) == pytest.approx([7.31 / 60 * 0.075, 10 / 60 * 0.075]) and np.isnan(costs.iloc[2])
