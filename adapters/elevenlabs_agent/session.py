@@ -574,8 +574,8 @@ class ElevenLabsSession(StreamingSession):
         """Audio of the turn that just ended by its signals, voicing no further character (e.g. trailing silence)."""
         finished = self._finished
         return (self._active() is None and self._cut_response is None and finished is not None
-                and finished.cut_by is None and finished.event_id is not None and event.event_id == finished.event_id
-                and event.alignment is not None and not _letters("".join(event.alignment.chars)))
+                and finished.cut_by is None and finished.aligned and event.event_id == finished.event_id
+                and (event.alignment is None or not _letters("".join(event.alignment.chars))))
 
     def _seconds(self, event: wire.AudioEvent) -> float:
         """How long an audio frame plays (its base64 length: 4 characters per 3 bytes, 2 bytes per sample)."""

@@ -595,6 +595,23 @@ async def test_a_voiced_reply_ends_on_its_last_aligned_frame_not_on_a_timer() ->
     assert done.final_text == "Hi there." and reader.of("r1")[-1] is done
 
 
+async def test_trailing_audio_of_a_finished_turn_is_not_a_new_reply() -> None:
+    session, transport, reader = await scripted_session(response_quiet_s=30)
+    await session.send_text("Hello")
+    transport.push(agent_response("Hi there."))
+    transport.push(audio(voices="Hi there."))
+    await reader.done("r1")
+    transport.push(audio(voices=""))  # trailing silence, voicing nothing
+    transport.push(audio())  # and without an alignment at all
+    await session.send_text("Bye")
+    transport.push(agent_response("Goodbye.", event_id=2))
+    transport.push(audio(event_id=2, voices="Goodbye."))
+    second = await reader.done("r2")
+    await reader.close()
+    assert second.final_text == "Goodbye." and not any(isinstance(e, Interrupted) for e in reader.events)
+    assert len(reader.of("r1", AudioDelta)) == 1
+
+
 async def test_a_client_tool_call_keeps_the_reply_open_until_its_result() -> None:
     session, transport, reader = await scripted_session(response_quiet_s=30)
     session._client_tools.add("book")
