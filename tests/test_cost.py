@@ -156,3 +156,27 @@ def test_billed_minutes_are_never_fewer_than_the_answer_audio() -> None:
     turns = pd.DataFrame({"billed_minutes": [1.54 / 60, 10 / 60, None], "output_audio_seconds": [7.31, 7.31, 7.31]})
     costs = turn_costs(turns, next(t for t in _tables() if t.vendor == "deepgram").plan("voice-agent"))
     assert list(costs[:2]) == pytest.approx([7.31 / 60 * 0.075, 10 / 60 * 0.075]) and np.isnan(costs.iloc[2])
+
+
+def test_an_emulated_deepgram_run_bills_at_least_the_agent_audio(tmp_path: Path) -> None:
+    """Through the whole run path (engine, store, summary): Deepgram's billed seconds per turn are at least its
+    output audio seconds, although the emulator sends the audio as fast as it can, and summary.json names the
+    basis."""
+    import json
+
+    import yaml
+
+    from bench.cli import main
+    from bench.store.sqlite import turns_dataframe
+
+    config = {"store": str(tmp_path / "store.sqlite"), "reports_dir": str(tmp_path / "reports"),
+              "systems": [{"id": "dg", "adapter": "deepgram_agent", "mode": "emulated"}]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert main(["run", "--config", str(path), "--limit", "3", "--trials", "1", "--no-progress"]) == 0
+    turns = turns_dataframe(tmp_path / "store.sqlite")
+    assert len(turns) == 3 and (turns["output_audio_seconds"] > 0).all()
+    assert (turns["billed_minutes"] * 60.0 >= turns["output_audio_seconds"]).all()
+    (summary_file,) = (tmp_path / "reports").glob("*/summary.json")
+    cost = json.loads(summary_file.read_text(encoding="utf-8"))["systems"][0]["cost"]
+    assert cost["basis"].startswith("per call minute") and cost["per_1000_turns_usd"] > 0
