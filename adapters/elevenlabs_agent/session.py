@@ -43,6 +43,10 @@ End of a response, on the vendor's own signals (never on a quiet timer alone):
   message after that result (``follow_up``); a frame of a newer turn
   (a higher ``event_id``) or the caller's next turn ends an earlier one.
 
+An alignment is taken to have voiced the message when it has as many characters, or ends with the message's
+last letters once half of it was voiced (the TTS may normalize the text); one that never does ends the response
+``max(3 s, 3 × response_quiet_s)`` after its last frame rather than stalling.
+
 Only where the vendor gives no such signal does a quiet period (``response_quiet_s`` after the last frame) end a
 response that already has all its known content: voice audio without ``alignment``, a closed text-part stream
 whose ``agent_response`` never came, or a client tool's result the agent did not speak after. Audio of a turn
@@ -143,6 +147,8 @@ class _Response:
     #: the audio carried ``alignment``, and how many non-blank characters it has voiced so far
     aligned: bool = False
     aligned_chars: int = 0
+    #: the voiced characters, letters and digits only, lower case (for the message's ending)
+    aligned_tail: str = ""
     #: text-only: an ``agent_chat_response_part`` stream is open (start without stop) / was closed
     part_open: bool = False
     part_stopped: bool = False
@@ -363,8 +369,7 @@ class ElevenLabsSession(StreamingSession):
             return False
         if self.settings.text_only:
             return response.responded and not response.part_open
-        return (response.responded and response.aligned
-                and response.aligned_chars >= _letters(" ".join(response.segments)))
+        return response.responded and response.aligned and _voiced(response)
 
     def _quiet_deadline(self, response: _Response) -> float | None:
         """The fallback end of a response whose closing signal the vendor does not send, else None."""
@@ -374,8 +379,12 @@ class ElevenLabsSession(StreamingSession):
             waiting = True
         elif self.settings.text_only:
             waiting = response.part_stopped and not response.responded
+        elif response.responded and response.spoke and response.aligned:
+            # an alignment that never voices the whole message (the vendor's text normalization): a long fallback,
+            # well past a pause inside a reply, instead of a stall
+            return response.last_frame + max(3.0, 3 * self.settings.response_quiet_s)
         else:
-            waiting = response.responded and response.spoke and not response.aligned
+            waiting = response.responded and response.spoke
         return response.last_frame + self.settings.response_quiet_s if waiting else None
 
     def _end_if_signalled(self) -> None:
@@ -571,11 +580,15 @@ class ElevenLabsSession(StreamingSession):
             response.segments[response.segments.index(original)] = event.corrected_agent_response.strip()
 
     def _trailing(self, event: wire.AudioEvent) -> bool:
-        """Audio of the turn that just ended by its signals, voicing no further character (e.g. trailing silence)."""
-        finished = self._finished
-        return (self._active() is None and self._cut_response is None and finished is not None
-                and finished.cut_by is None and finished.aligned and event.event_id == finished.event_id
-                and (event.alignment is None or not _letters("".join(event.alignment.chars))))
+        """Audio of the turn that just ended by its signals, voicing no further letter or digit (trailing silence, the
+        closing punctuation) — also when it arrives after the caller's next message went out."""
+        finished, active = self._finished, self._active()
+        if finished is None or finished.cut_by is not None or not finished.aligned or self._cut_response is not None:
+            return False
+        if active is not None and active.event_id is not None:
+            return False  # the newer turn's frames have begun: an older frame is not silently dropped
+        return (event.event_id == finished.event_id
+                and (event.alignment is None or not _alnum("".join(event.alignment.chars))))
 
     def _seconds(self, event: wire.AudioEvent) -> float:
         """How long an audio frame plays (its base64 length: 4 characters per 3 bytes, 2 bytes per sample)."""
@@ -594,7 +607,9 @@ class ElevenLabsSession(StreamingSession):
         response.audio_bytes += len(pcm)
         if event.alignment is not None:
             response.aligned = True
-            response.aligned_chars += _letters("".join(event.alignment.chars))
+            voiced = "".join(event.alignment.chars)
+            response.aligned_chars += _letters(voiced)
+            response.aligned_tail = (response.aligned_tail + _alnum(voiced))[-64:]
         response.last_frame = time.monotonic()
         rate = self.spec.audio.sample_rate
         self.emit(AudioDelta(response_id=response.id, pcm16=self.audio_out.push(pcm),
@@ -642,6 +657,20 @@ class ElevenLabsSession(StreamingSession):
 def _letters(text: str) -> int:
     """The non-blank characters of ``text`` (what an alignment and a message are compared by)."""
     return sum(1 for char in text if not char.isspace())
+
+
+def _alnum(text: str) -> str:
+    return "".join(char for char in text.lower() if char.isalnum())
+
+
+def _voiced(response: _Response) -> bool:
+    """Whether the alignment has voiced the whole message: as many characters, or its ending (the last six letters
+    or digits) once at least half of it was voiced — the TTS may normalize the text ("Dr." → "Doctor")."""
+    message = " ".join(response.segments)
+    if response.aligned_chars >= _letters(message):
+        return True
+    ending = _alnum(message)[-6:]
+    return bool(ending) and response.aligned_chars * 2 >= _letters(message) and response.aligned_tail.endswith(ending)
 
 
 def _event_id(message: wire.ServerMessage) -> int | None:
