@@ -445,6 +445,8 @@ class _Stream:
         self.spoken = text
         self.audio_ms = audio_ms
         self.played_ms = 0.0
+        #: how many characters of ``spoken`` the alignments sent so far voiced
+        self.voiced = 0
 
     def _after_piece(self) -> None:
         if self.disconnect:
@@ -475,17 +477,20 @@ class _Stream:
         self._after_piece()
 
     def alignment(self, chunk_ms: float) -> wire.Alignment | None:
-        """The characters of the text this chunk voices, with their times in the chunk (ms), the text spread
-        evenly over the audio."""
+        """The characters of the text this chunk voices, with their times in the chunk (ms): the text spread evenly
+        over the audio, the last word kept for the last chunk (the turn's audio is done when its text is voiced)."""
         if not self.spoken or self.audio_ms <= 0:
             return None
         length = len(self.spoken)
         per_char = self.audio_ms / length
-        first = min(length - 1, int(self.played_ms / per_char))
+        first = self.voiced
         end = self.played_ms + chunk_ms
-        # the last character goes with the last chunk: the turn's audio is done when its text is voiced
-        last = length if end >= self.audio_ms - 1e-6 else min(length - 1, int(end / per_char))
-        first = min(first, last)
+        if end >= self.audio_ms - 1e-6:
+            last = length
+        else:
+            last_word = self.spoken.rstrip().rfind(" ") + 1
+            last = max(first, min(last_word, int(end / per_char)))
+        self.voiced = last
         starts = [max(0, round(i * per_char - self.played_ms)) for i in range(first, last)]
         return wire.Alignment(chars=list(self.spoken[first:last]), char_start_times_ms=starts,
                               char_durations_ms=[max(1, round(per_char))] * (last - first))
