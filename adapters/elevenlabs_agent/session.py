@@ -43,9 +43,9 @@ End of a response, on the vendor's own signals (never on a quiet timer alone):
   message after that result (``follow_up``); a frame of a newer turn
   (a higher ``event_id``) or the caller's next turn ends an earlier one.
 
-An alignment is taken to have voiced the message when it has as many characters, or ends with the message's
-last letters once half of it was voiced (the TTS may normalize the text); one that never does ends the response
-``max(3 s, 3 × response_quiet_s)`` after its last frame rather than stalling.
+An alignment has voiced the message when it has at least as many non-blank characters; one that never does (a
+TTS normalization that drops characters) ends the response ``max(3 s, 3 × response_quiet_s)`` after its last frame
+rather than stalling.
 
 Only where the vendor gives no such signal does a quiet period (``response_quiet_s`` after the last frame) end a
 response that already has all its known content: voice audio without ``alignment``, a closed text-part stream
@@ -147,8 +147,6 @@ class _Response:
     #: the audio carried ``alignment``, and how many non-blank characters it has voiced so far
     aligned: bool = False
     aligned_chars: int = 0
-    #: the voiced characters, letters and digits only, lower case (for the message's ending)
-    aligned_tail: str = ""
     #: text-only: an ``agent_chat_response_part`` stream is open (start without stop) / was closed
     part_open: bool = False
     part_stopped: bool = False
@@ -607,9 +605,7 @@ class ElevenLabsSession(StreamingSession):
         response.audio_bytes += len(pcm)
         if event.alignment is not None:
             response.aligned = True
-            voiced = "".join(event.alignment.chars)
-            response.aligned_chars += _letters(voiced)
-            response.aligned_tail = (response.aligned_tail + _alnum(voiced))[-64:]
+            response.aligned_chars += _letters("".join(event.alignment.chars))
         response.last_frame = time.monotonic()
         rate = self.spec.audio.sample_rate
         self.emit(AudioDelta(response_id=response.id, pcm16=self.audio_out.push(pcm),
@@ -664,13 +660,9 @@ def _alnum(text: str) -> str:
 
 
 def _voiced(response: _Response) -> bool:
-    """Whether the alignment has voiced the whole message: as many characters, or its ending (the last six letters
-    or digits) once at least half of it was voiced — the TTS may normalize the text ("Dr." → "Doctor")."""
-    message = " ".join(response.segments)
-    if response.aligned_chars >= _letters(message):
-        return True
-    ending = _alnum(message)[-6:]
-    return bool(ending) and response.aligned_chars * 2 >= _letters(message) and response.aligned_tail.endswith(ending)
+    """Whether the alignment has voiced the whole message: at least as many non-blank characters (a TTS that
+    normalizes text — "8" → "eight", "Dr." → "Doctor" — voices more, not fewer)."""
+    return response.aligned_chars >= _letters(" ".join(response.segments))
 
 
 def _event_id(message: wire.ServerMessage) -> int | None:
