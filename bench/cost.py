@@ -11,9 +11,19 @@ Meters (columns of a turn record) and how they are billed:
   tokens into text and audio, so they are treated as cached text (the cached prefix is instructions and
   passages).
 - ``output_text_tokens``, ``input_audio_tokens``, ``output_audio_tokens``: per token.
-- ``billed_minutes``: per connected/billed minute as the adapter recorded it.
+- ``billed_minutes``: per billed minute as the adapter recorded it. For the per-minute vendors (Deepgram Voice
+  Agent, ElevenLabs Agents, Vapi, Retell) that is the call's duration as heard: the line stays open while the
+  answer plays, so an adapter meters connect → the end of the last answer's playout (audio played in real time in
+  arrival order; in audio runs the caller's speech is on the line too), plus the agent's configured endpointing per
+  text turn (``adapters/_kit/call_meter.py``) — never the socket's open time alone, which ends right after the last
+  audio byte arrives and favoured per-minute vendors several-fold over per-token ones. Where a record has both,
+  the billed minutes are never fewer than its ``output_audio_seconds`` / 60.
 - ``input_audio_minutes``: ``input_audio_seconds / 60`` (speech-to-text priced per audio minute).
 - ``turn``: a flat price per executed turn (0 for the local deterministic stacks).
+
+Every cost figure names its basis: ``billing_basis`` (``per token``, ``per call minute``, ...) and, where a plan
+says how its meter is taken, ``basis_note``; ``CostSummary.basis`` carries both into ``summary.json`` and the
+report, and ``CostSummary.vendor_reported_basis`` names the vendor's own figure.
 
 A turn is *metered* when at least one meter its plan prices is present on the record; cost per 1,000 turns is
 ``1000 x total cost / metered turns``. The vendor-reported cost (where an API returns one) is averaged the
@@ -90,6 +100,10 @@ class Plan(BaseModel):
     aliases: list[str] = Field(default_factory=list)
     prices: list[Price] = Field(min_length=1)
     note: str = ""
+    #: the billing basis by name (``per call minute``); default: from the meters its prices use
+    basis: str = ""
+    #: how the basis is metered (e.g. what a per-minute vendor's billed minute is measured from)
+    basis_note: str = ""
 
     @property
     def pricing_date(self) -> str:
@@ -140,6 +154,8 @@ class ResolvedPlan(BaseModel):
     unverified: bool
     note: str
     how_chosen: str
+    #: the billing basis with how it is metered (``billing_basis_label``)
+    basis: str = ""
 
 
 def load_price_tables(directory: Path = PRICING_DIR) -> list[PriceTable]:
@@ -226,6 +242,7 @@ def describe(table: PriceTable, plan: Plan, how_chosen: str) -> ResolvedPlan:
         unverified=plan.unverified,
         note="; ".join(dict.fromkeys(n for n in notes if n)),
         how_chosen=how_chosen,
+        basis=billing_basis_label(plan),
     )
 
 
@@ -239,6 +256,10 @@ def _meter_frame(turns: pd.DataFrame) -> pd.DataFrame:
 
     cached = col("cached_input_tokens")
     text_in = col("input_text_tokens")
+    # a billed call lasts at least as long as the answer it played (records from before the call meter, or a
+    # vendor's own minutes cut short by an early hang-up)
+    billed = col("billed_minutes")
+    billed = billed.where(billed.isna(), np.fmax(billed, col("output_audio_seconds") / 60.0))
     return pd.DataFrame(
         {
             "input_text_tokens": (text_in - cached.fillna(0)).clip(lower=0),
@@ -246,7 +267,7 @@ def _meter_frame(turns: pd.DataFrame) -> pd.DataFrame:
             "output_text_tokens": col("output_text_tokens"),
             "input_audio_tokens": col("input_audio_tokens"),
             "output_audio_tokens": col("output_audio_tokens"),
-            "billed_minutes": col("billed_minutes"),
+            "billed_minutes": billed,
             "input_audio_minutes": col("input_audio_seconds") / 60.0,
             "turn": pd.Series(1.0, index=turns.index),
         },
@@ -270,10 +291,22 @@ _BASIS = {"billed_minutes": "per minute", "input_audio_minutes": "per audio minu
 
 
 def billing_basis(plan: Plan) -> str:
-    """How ``plan`` bills, in words: ``per token``, ``per minute``, ``per audio minute``, ``per turn`` (joined with
-    `` + `` when it mixes them), from the meters its prices use."""
+    """How ``plan`` bills, in words: its ``basis``, else from the meters its prices use — ``per token``, ``per
+    minute``, ``per audio minute``, ``per turn`` (joined with `` + `` when it mixes them)."""
+    if plan.basis:
+        return plan.basis
     kinds = [_BASIS.get(p.meter, "per token") for p in plan.prices]
     return " + ".join(dict.fromkeys(kinds))
+
+
+def billing_basis_label(plan: Plan) -> str:
+    """The basis with how it is metered: ``per call minute (the call's duration as heard: ...)``."""
+    basis = billing_basis(plan)
+    return f"{basis} ({plan.basis_note})" if plan.basis_note else basis
+
+
+#: what a vendor-reported cost is
+VENDOR_REPORTED_BASIS = "vendor-reported: the cost the vendor's API returned for the conversation"
 
 
 class CostSummary(BaseModel):
@@ -286,6 +319,9 @@ class CostSummary(BaseModel):
     vendor_reported_n: int
     vendor_reported_per_1000_turns_usd: float | None
     note: str = ""
+    #: the billing basis of ``per_1000_turns_usd`` (and how it is metered); "unpriced" without a plan
+    basis: str = "unpriced"
+    vendor_reported_basis: str = VENDOR_REPORTED_BASIS
 
 
 def summarize_cost(
@@ -315,8 +351,10 @@ def summarize_cost(
     metered = costs.dropna()
     per_1000 = float(metered.sum() / len(metered) * 1000) if len(metered) else None
     note = "" if len(metered) else "no metered usage recorded for this plan's meters"
+    described = describe(table, plan, how)
     return CostSummary(
-        plan=describe(table, plan, how),
+        plan=described,
+        basis=described.basis,
         n_turns=len(turns),
         n_metered=len(metered),
         per_1000_turns_usd=per_1000,

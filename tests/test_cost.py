@@ -134,3 +134,49 @@ def test_price_units() -> None:
         ],
     )
     assert plan.pricing_date == "2026" and plan.unverified
+
+
+@pytest.mark.parametrize("adapter", ["deepgram_agent", "elevenlabs_agent", "vapi", "retell"])
+def test_per_minute_vendors_name_their_basis_as_the_call_minute(adapter: str) -> None:
+    summary, _ = summarize_cost(pd.DataFrame({"billed_minutes": [0.2]}), adapter, "live")
+    assert summary.basis.startswith("per call minute (") and summary.plan is not None
+    assert summary.plan.basis == summary.basis and "vendor-reported" in summary.vendor_reported_basis
+
+
+def test_every_cost_figure_names_its_basis() -> None:
+    token, _ = summarize_cost(pd.DataFrame({"output_audio_tokens": [100]}), "openai_realtime", "live")
+    local, _ = summarize_cost(pd.DataFrame({"answer": ["a"]}), "inhouse", "local")
+    unpriced, _ = summarize_cost(pd.DataFrame({"answer": ["a"]}), "no_such_adapter", "live")
+    assert (token.basis, local.basis, unpriced.basis) == ("per token", "per turn", "unpriced")
+    assert '"basis":"per token"' in token.model_dump_json()  # what summary.json carries
+
+
+def test_billed_minutes_are_never_fewer_than_the_answer_audio() -> None:
+    """A stored record metered from socket time (1.54 s against 7.31 s of agent audio) is billed for the audio."""
+    turns = pd.DataFrame({"billed_minutes": [1.54 / 60, 10 / 60, None], "output_audio_seconds": [7.31, 7.31, 7.31]})
+    costs = turn_costs(turns, next(t for t in _tables() if t.vendor == "deepgram").plan("voice-agent"))
+    assert list(costs[:2]) == pytest.approx([7.31 / 60 * 0.075, 10 / 60 * 0.075]) and np.isnan(costs.iloc[2])
+
+
+def test_an_emulated_deepgram_run_bills_at_least_the_agent_audio(tmp_path: Path) -> None:
+    """Through the whole run path (engine, store, summary): Deepgram's billed seconds per turn are at least its
+    output audio seconds, although the emulator sends the audio as fast as it can, and summary.json names the
+    basis."""
+    import json
+
+    import yaml
+
+    from bench.cli import main
+    from bench.store.sqlite import turns_dataframe
+
+    config = {"store": str(tmp_path / "store.sqlite"), "reports_dir": str(tmp_path / "reports"),
+              "systems": [{"id": "dg", "adapter": "deepgram_agent", "mode": "emulated"}]}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    assert main(["run", "--config", str(path), "--limit", "3", "--trials", "1", "--no-progress"]) == 0
+    turns = turns_dataframe(tmp_path / "store.sqlite")
+    assert len(turns) == 3 and (turns["output_audio_seconds"] > 0).all()
+    assert (turns["billed_minutes"] * 60.0 >= turns["output_audio_seconds"]).all()
+    (summary_file,) = (tmp_path / "reports").glob("*/summary.json")
+    cost = json.loads(summary_file.read_text(encoding="utf-8"))["systems"][0]["cost"]
+    assert cost["basis"].startswith("per call minute") and cost["per_1000_turns_usd"] > 0

@@ -105,7 +105,7 @@ def test_estimate_matches_a_hand_computation_and_opens_nothing(tmp_path, capsys,
         openai += ((2 * prompt + 20) * 4.00 + (words * 4 / 3 + 20) * 16.00 + speech_s * 20 * 64.00) / 1e6
     dg, oai, el, inhouse = (_block(out, s) for s in ("dg", "oai", "el", "inhouse"))
     assert "2 conversations, 2 turns" in dg
-    assert "billed per minute" in dg and "billed per token" in oai
+    assert "billed per call minute" in dg and "billed per token" in oai
     assert _dollars(dg, "estimate:") == pytest.approx(deepgram, abs=1e-4)
     assert _dollars(oai, "estimate:") == pytest.approx(openai, abs=1e-4)
     assert "actual: $0 (EMULATED" in el and "what it would cost live (EMULATED)" in el

@@ -52,6 +52,9 @@ class DeepgramAgentOptions(BaseModel):
     keepalive_s: float = Field(default=5.0, gt=0)
     open_timeout_s: float = Field(default=15.0, gt=0)
     tags: list[str] = Field(default_factory=lambda: ["voice-agent-bench"])
+    #: the end-of-speech silence the agent waits after a caller's turn (Deepgram's endpointing); a text turn has
+    #: no caller speech on the line, so the billed call time adds this much per text turn
+    billing_endpointing_ms: float = Field(default=300.0, ge=0, le=5000)
 
 
 def build_settings(spec: SessionSpec, options: DeepgramAgentOptions, prompt: str) -> wire.Settings:
@@ -138,7 +141,8 @@ class DeepgramAgentAdapter:
             raise
         session = DeepgramSession(socket, spec, self.capabilities, passages=spec.context, instructions=instructions,
                                   audio_output=self.options.audio_output, keepalive_s=self.options.keepalive_s,
-                                  vendor_session_id=getattr(welcome, "request_id", None), trace=trace)
+                                  vendor_session_id=getattr(welcome, "request_id", None), trace=trace,
+                                  endpointing_s=self.options.billing_endpointing_ms / 1000.0)
         session.start()
         return session
 

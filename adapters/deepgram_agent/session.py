@@ -30,8 +30,12 @@ Client tools (``SessionSpec.tools``) are client-side functions of the think sett
 
 Usage: per response the agent audio seconds and Deepgram's own latencies in ms (``deepgram_total_latency``,
 ``deepgram_ttt_latency``, ``deepgram_tts_latency`` from ``AgentStartedSpeaking``; ``deepgram_report_*`` from a
-``LatencyReport`` that came before the response ended); per session the billed connection minutes, the caller
-audio seconds and the mean of each ``LatencyReport`` figure that arrived after its response had ended.
+``LatencyReport`` that came before the response ended); per session the billed call minutes, the caller audio
+seconds and the mean of each ``LatencyReport`` figure that arrived after its response had ended. Deepgram bills
+the Voice Agent per connected minute and a caller stays on the line while the answer plays, so the billed minutes
+are the call's duration as heard (``adapters._kit.call_meter``: connect to the end of the last answer's playout,
+plus the configured endpointing per text turn), never the socket's open time alone — which ends right after the
+last audio byte and understated a turn's bill about five-fold.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from typing import Literal
 
 from websockets.exceptions import ConnectionClosed
 
+from adapters._kit.call_meter import CallMeter
 from adapters._kit.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
 from adapters._kit.prompts import instructions_with_passages
 from adapters._kit.ws import disconnect_error
@@ -152,7 +157,7 @@ class DeepgramSession(StreamingSession):
     def __init__(self, socket: AgentSocket, spec: SessionSpec, capabilities: Capabilities, *,
                  passages: list[str], instructions: str | None, audio_output: bool, keepalive_s: float,
                  vendor_session_id: str | None = None, trace: SessionTrace | None = None,
-                 function_ack: str = "ok", cut_quiet_s: float = 0.5):
+                 function_ack: str = "ok", cut_quiet_s: float = 0.5, endpointing_s: float = 0.0):
         super().__init__(capabilities)
         self.socket = socket
         self.spec = spec
@@ -163,6 +168,8 @@ class DeepgramSession(StreamingSession):
         self.keepalive_s = keepalive_s
         self.function_ack = function_ack
         self.connected_at = time.monotonic()
+        #: the call's billed duration (the line stays open while the answer plays)
+        self.meter = CallMeter(endpointing_s=endpointing_s, opened=self.connected_at)
         self.input_audio_bytes = 0
         self.cut_quiet_s = cut_quiet_s
         self.client_tools = {tool.name for tool in spec.tools}
@@ -186,6 +193,7 @@ class DeepgramSession(StreamingSession):
         self._check_open()
         self._interrupt_open_response(by="caller")
         response = self._begin_user_turn("text")
+        self.meter.text_turn()
         await self._send(wire.InjectUserMessage(content=text))
         response.awaited_since = time.monotonic()
         self.emit(UserTurnSent(response_id=response.id))
@@ -237,7 +245,7 @@ class DeepgramSession(StreamingSession):
 
     async def close_connection(self) -> None:
         self._end_cut()
-        usage = Usage(scope="session", billed_minutes=round((time.monotonic() - self.connected_at) / 60.0, 5),
+        usage = Usage(scope="session", billed_minutes=self.meter.billed_minutes(),
                       input_audio_seconds=round(self.spec.audio.ms_for_bytes(self.input_audio_bytes) / 1000.0, 3),
                       vendor_latency_ms=_mean_report_ms(self._late_reports))
         self.emit(usage)
@@ -272,6 +280,7 @@ class DeepgramSession(StreamingSession):
             played_ms = self.spec.audio.ms_for_bytes(response.audio_bytes)
         response.cut, response.cut_by = True, by
         response.last_audio_at = time.monotonic()
+        self.meter.cut()
         self.emit(Interrupted(response_id=response.id, played_ms=round(played_ms, 1), by=by))
         self._current = None
         self._cut = response
@@ -321,9 +330,11 @@ class DeepgramSession(StreamingSession):
                 await self._on_message(frame)
 
     def _on_agent_audio(self, pcm: bytes) -> None:
+        cut = self._cut
+        if cut is None:  # the caller hears it (and the line stays open), reported or not
+            self.meter.heard(self.spec.audio.ms_for_bytes(len(pcm)) / 1000.0)
         if not self.audio_output:
             return
-        cut = self._cut
         if cut is not None:  # the interrupted reply is still talking: its audio is the stop-time evidence
             cut.last_audio_at = time.monotonic()
             cut.audio_bytes += len(pcm)

@@ -14,7 +14,8 @@ Options (``system.options``): ``agent_id`` (required live), ``requires_auth`` (s
 ``base_url`` (live: SDK base URL), ``text_only``, ``override_prompt`` / ``override_language`` /
 ``override_first_message``, ``dynamic_variables`` (plus ``spec.metadata``), ``intent_tool`` (the agent has the
 intent tool), ``response_complete_event`` (the agent lists ``agent_response_complete`` in its client events:
-wait for it instead of the quiet period), ``response_quiet_s``, ``fetch_cost`` / ``cost_wait_s`` (read the cost
+only that event ends a response), ``response_quiet_s`` (the fallback end where the agent's audio carries no
+``alignment``; see ``session``), ``fetch_cost`` / ``cost_wait_s`` (read the cost
 back after hanging up), ``trace`` (keep the message types on the session as ``session.trace``),
 ``knowledge_usage_mode`` (``auto``: the agent's RAG retrieves from the uploaded documents; ``prompt``: whole
 documents in its prompt).
@@ -65,6 +66,9 @@ class ElevenLabsAgentOptions(BaseModel):
     cost_wait_s: float = Field(default=30.0, ge=0)
     trace: bool = False
     knowledge_usage_mode: Literal["auto", "prompt"] = "auto"
+    #: the agent's end-of-speech wait after a caller's turn (its turn timeout settings); a text turn has no caller
+    #: speech on the line, so the billed call time adds this much per text turn
+    billing_endpointing_ms: float = Field(default=300.0, ge=0, le=5000)
 
 
 class ElevenLabsAgentAdapter:
@@ -143,7 +147,7 @@ class ElevenLabsAgentAdapter:
         options = self.options
         return SessionSettings(text_only=options.text_only, response_complete_event=options.response_complete_event,
                                response_quiet_s=options.response_quiet_s, idle_timeout_s=spec.idle_timeout_s,
-                               trace=options.trace)
+                               trace=options.trace, endpointing_s=options.billing_endpointing_ms / 1000.0)
 
     def initiation(self, spec: SessionSpec) -> wire.ConversationInitiationClientData:
         options = self.options

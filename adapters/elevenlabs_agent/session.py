@@ -30,16 +30,35 @@ to the announced input rate (``pcm_16000`` by default). The server detects the e
 message: ``interrupt(played_ms)`` reports ``Interrupted(by="caller", played_ms=…)`` and the response is cut as
 above; the agent itself is interrupted by the caller's voice or next message.
 
-End of a response: ``agent_response_complete`` is delivered only when the agent lists it in its client events,
-so it ends a response when it comes but is not waited for unless ``response_complete_event`` says the agent sends
-it. Otherwise a response ends ``response_quiet_s`` after its last frame once its text (``agent_response``) and,
-in voice mode, its audio have arrived — completion then includes that quiet period. A response awaited with no
-agent frame (pings do not count) for ``spec.idle_timeout_s`` is a stall.
+End of a response, on the vendor's own signals (never on a quiet timer alone):
 
-Usage: the socket reports none; ``close_connection`` emits ``Usage(scope="session")`` with the connected minutes
-(ElevenLabs bills agent conversations by the minute), the last ping and, given a cost reader (``fetch_cost``), the
-cost read back from the conversation (``sdk.conversation_cost``). Audio seconds are not metered here: the engine
-counts them from the ``AudioDelta``s and the frames it pushed.
+* ``agent_response_complete`` when the agent lists it in its client events (``response_complete_event``: then it
+  is the only end, so a pause or a second message of the turn never splits it);
+* voice: the turn's ``agent_response`` (the complete agent message, sent with its first audio chunk) has arrived
+  and its audio is done — the ``alignment`` of the turn's ``audio`` events (the characters each chunk voices; the
+  SDK's ``AudioEventAlignment``) covers the whole message. A pause inside the reply (audio arriving 1.3 s apart)
+  keeps it open, and completion is the last audio frame, with no quiet period added;
+* text-only: ``agent_response`` once the ``agent_chat_response_part`` stream (start … stop) is closed;
+* no response ends while one of the conversation's client tool calls awaits its result, nor before the agent's
+  message after that result (``follow_up``); a frame of a newer turn
+  (a higher ``event_id``) or the caller's next turn ends an earlier one.
+
+An alignment has voiced the message when it has at least as many non-blank characters; one that never does (a
+TTS normalization that drops characters) ends the response ``max(3 s, 3 × response_quiet_s)`` after its last frame
+rather than stalling.
+
+Only where the vendor gives no such signal does a quiet period (``response_quiet_s`` after the last frame) end a
+response that already has all its known content: voice audio without ``alignment``, a closed text-part stream
+whose ``agent_response`` never came, or a client tool's result the agent did not speak after. Audio of a turn
+that ended by its signals and voices no further character (trailing silence) is dropped, not taken for a new
+reply. A response awaited with no agent frame (pings do not count) for ``spec.idle_timeout_s`` is a stall.
+
+Usage: the socket reports none; ``close_connection`` emits ``Usage(scope="session")`` with the billed minutes —
+ElevenLabs bills agent conversations by the minute and the caller stays on the line while the answer plays, so they
+are the call's duration as heard (``adapters._kit.call_meter``: connect to the end of the last answer's playout,
+plus ``endpointing_s`` per text turn), not the socket's open time — the last ping and, given a cost reader
+(``fetch_cost``), the cost read back from the conversation (``sdk.conversation_cost``). Audio seconds are not
+metered here: the engine counts them from the ``AudioDelta``s and the frames it pushed.
 """
 
 from __future__ import annotations
@@ -56,6 +75,7 @@ from typing import Literal
 from pydantic import BaseModel
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
 
+from adapters._kit.call_meter import CallMeter
 from adapters._kit.intent_tool import INTENT_TOOL_NAME, intent_from_arguments
 from adapters._kit.ws import Transport
 from adapters.elevenlabs_agent import wire
@@ -101,11 +121,14 @@ class SessionSettings(BaseModel):
 
     text_only: bool = False
     response_complete_event: bool = False
+    #: the fallback end where the vendor gives no signal (audio without ``alignment``); not used otherwise
     response_quiet_s: float = 1.0
     #: an interrupted response ends this long after its last frame (its audio has stopped)
     cut_quiet_s: float = 0.5
     idle_timeout_s: float = 15.0
     trace: bool = False
+    #: the agent's end-of-speech wait after a caller turn, added to the billed call time per text turn
+    endpointing_s: float = 0.0
 
 
 @dataclass
@@ -121,6 +144,12 @@ class _Response:
     streamed: list[str] = field(default_factory=list)
     segments: list[str] = field(default_factory=list)
     audio_bytes: int = 0
+    #: the audio carried ``alignment``, and how many non-blank characters it has voiced so far
+    aligned: bool = False
+    aligned_chars: int = 0
+    #: text-only: an ``agent_chat_response_part`` stream is open (start without stop) / was closed
+    part_open: bool = False
+    part_stopped: bool = False
     intent: str | None = None
     target_language: str | None = None
     #: the highest ``event_id`` among the frames of this response
@@ -129,6 +158,8 @@ class _Response:
     #: interrupted (``Interrupted`` reported); it ends once its audio has stopped
     cut_by: Literal["caller", "vendor"] | None = None
     client_calls: set[str] = field(default_factory=set)
+    #: a client tool's result went back: the agent speaks again in this turn (its next ``agent_response``)
+    follow_up: bool = False
 
     @property
     def spoke(self) -> bool:
@@ -161,6 +192,8 @@ class ElevenLabsSession(StreamingSession):
         self._response: _Response | None = None
         #: the interrupted response whose audio may still arrive
         self._cut_response: _Response | None = None
+        #: the response that ended last (its turn's trailing audio, voicing nothing more, is not a new response)
+        self._finished: _Response | None = None
         self._client_tools = {tool.name for tool in spec.tools}
         self._last_event_id = 0
         self._wake = asyncio.Event()
@@ -169,6 +202,7 @@ class ElevenLabsSession(StreamingSession):
         self._last_ping_ms: float | None = None
         self._last_frame = time.monotonic()
         self._opened = time.monotonic()
+        self.meter = CallMeter(endpointing_s=settings.endpointing_s, opened=self._opened)
         self._session_usage_sent = False
         self._hanging_up = False
 
@@ -176,6 +210,7 @@ class ElevenLabsSession(StreamingSession):
     async def start(self, initiation: wire.ConversationInitiationClientData) -> None:
         """Initiate the conversation and start the reader; raises ``AdapterError`` when it cannot start."""
         self._opened = time.monotonic()
+        self.meter = CallMeter(endpointing_s=self.settings.endpointing_s, opened=self._opened)
         try:
             await self._send(initiation)
             meta = await self._await_metadata()
@@ -218,6 +253,7 @@ class ElevenLabsSession(StreamingSession):
         async with self._lock:
             self._cut(by="caller")
             response = self._begin("text")
+            self.meter.text_turn()
             await self._send(wire.UserMessage(text=text))
             self.emit(UserTurnSent(response_id=response.id))
 
@@ -248,9 +284,11 @@ class ElevenLabsSession(StreamingSession):
                 raise AdapterError(f"no client tool call {call_id!r} awaits a result", code=ErrorCode.BAD_REQUEST,
                                    retryable=False)
             owner.client_calls.discard(call_id)
+            owner.follow_up = True
             await self._send(wire.ClientToolResult(tool_call_id=call_id, result=output, is_error=is_error))
             self.emit(ToolResult(response_id=owner.id, call_id=call_id, output=output, is_error=is_error))
             owner.last_frame = self._last_frame = time.monotonic()
+            self._end_if_signalled()
 
     async def update_context(self, update: ContextUpdate) -> None:
         async with self._lock:
@@ -282,6 +320,7 @@ class ElevenLabsSession(StreamingSession):
         if response.done:
             return
         response.done = True
+        self._finished = response
         if self._cut_response is response:
             self._cut_response = None
         if response.spoke:
@@ -303,6 +342,7 @@ class ElevenLabsSession(StreamingSession):
         if played_ms is None:
             played_ms = response.audio_bytes / 2 / self.output_rate * 1000.0
         response.cut_by = by
+        self.meter.cut()
         response.event_id = max(response.event_id or 0, self._last_event_id) if by == "caller" else response.event_id
         response.last_frame = time.monotonic()
         self.emit(Interrupted(response_id=response.id, by=by, played_ms=played_ms))
@@ -320,12 +360,35 @@ class ElevenLabsSession(StreamingSession):
             self._finish(cut)  # a newer turn's frame: the cut reply's audio has stopped
         return self._current()
 
+    def _signalled_end(self, response: _Response) -> bool:
+        """Whether the vendor's signals say ``response`` is over (module docstring, *End of a response*)."""
+        if (self.settings.response_complete_event or response.client_calls or response.follow_up
+                or response.cut_by is not None):
+            return False
+        if self.settings.text_only:
+            return response.responded and not response.part_open
+        return response.responded and response.aligned and _voiced(response)
+
     def _quiet_deadline(self, response: _Response) -> float | None:
-        if self.settings.response_complete_event or not response.responded:
+        """The fallback end of a response whose closing signal the vendor does not send, else None."""
+        if self.settings.response_complete_event or response.client_calls:
             return None
-        if not self.settings.text_only and not response.spoke:
-            return None
-        return response.last_frame + self.settings.response_quiet_s
+        if response.follow_up:  # the agent may say nothing after the tool's result
+            waiting = True
+        elif self.settings.text_only:
+            waiting = response.part_stopped and not response.responded
+        elif response.responded and response.spoke and response.aligned:
+            # an alignment that never voices the whole message (the vendor's text normalization): a long fallback,
+            # well past a pause inside a reply, instead of a stall
+            return response.last_frame + max(3.0, 3 * self.settings.response_quiet_s)
+        else:
+            waiting = response.responded and response.spoke
+        return response.last_frame + self.settings.response_quiet_s if waiting else None
+
+    def _end_if_signalled(self) -> None:
+        response = self._active()
+        if response is not None and self._signalled_end(response):
+            self._finish(response)
 
     # -- the reader -----------------------------------------------------------------------------------
     async def _read(self) -> None:
@@ -420,6 +483,9 @@ class ElevenLabsSession(StreamingSession):
         event_id = _event_id(message)
         if event_id is not None:
             self._last_event_id = max(self._last_event_id, event_id)
+        if isinstance(message, wire.Audio) and self._trailing(message.audio_event):
+            self.meter.heard(self._seconds(message.audio_event))
+            return  # after the turn's last voiced character: nothing the caller would take for a new reply
         if isinstance(message, (wire.Audio, wire.AgentResponse, wire.AgentChatResponsePart)):
             response = self._for_frame(event_id)
             if event_id is not None:
@@ -452,6 +518,8 @@ class ElevenLabsSession(StreamingSession):
                 self._finish(response)
         elif isinstance(message, wire.ClientError):
             raise client_error(message)
+        if isinstance(message, (wire.Audio, wire.AgentResponse, wire.AgentChatResponsePart)):
+            self._end_if_signalled()
 
     def _on_user_transcript(self, text: str) -> None:
         response = self._active()
@@ -484,7 +552,11 @@ class ElevenLabsSession(StreamingSession):
 
     def _on_part(self, part: wire.TextResponsePart) -> None:
         response = self._for_frame(part.event_id)
-        if part.type == "delta" and part.text:
+        if part.type == "start":
+            response.part_open = True
+        elif part.type == "stop":
+            response.part_open, response.part_stopped = False, True
+        if part.type not in ("start", "stop") and part.text:  # an unknown kind is a delta (SDK)
             response.streamed.append(part.text)
             response.last_frame = time.monotonic()
             self.emit(TextDelta(response_id=response.id, text=part.text))
@@ -496,6 +568,7 @@ class ElevenLabsSession(StreamingSession):
         response.streamed = []
         response.segments.append(text.strip())
         response.responded = True
+        response.follow_up = False
         response.last_frame = time.monotonic()
 
     def _on_correction(self, event: wire.AgentResponseCorrectionEvent) -> None:
@@ -504,15 +577,35 @@ class ElevenLabsSession(StreamingSession):
         if response is not None and original in response.segments:
             response.segments[response.segments.index(original)] = event.corrected_agent_response.strip()
 
+    def _trailing(self, event: wire.AudioEvent) -> bool:
+        """Audio of the turn that just ended by its signals, voicing no further letter or digit (trailing silence, the
+        closing punctuation) — also when it arrives after the caller's next message went out."""
+        finished, active = self._finished, self._active()
+        if finished is None or finished.cut_by is not None or not finished.aligned or self._cut_response is not None:
+            return False
+        if active is not None and active.event_id is not None:
+            return False  # the newer turn's frames have begun: an older frame is not silently dropped
+        return (event.event_id == finished.event_id
+                and (event.alignment is None or not _alnum("".join(event.alignment.chars))))
+
+    def _seconds(self, event: wire.AudioEvent) -> float:
+        """How long an audio frame plays (its base64 length: 4 characters per 3 bytes, 2 bytes per sample)."""
+        return len(event.audio_base_64) * 3 / 4 / 2 / self.output_rate
+
     def _on_audio(self, event: wire.AudioEvent) -> None:
         try:
             pcm = base64.b64decode(event.audio_base_64, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise AdapterError(f"malformed audio chunk: {exc}", code=ErrorCode.MALFORMED) from None
         response = self._for_frame(event.event_id)
+        if response.cut_by is None:  # the caller hears it (a cut reply's late audio is not played)
+            self.meter.heard(len(pcm) / 2 / self.output_rate)
         if not response.spoke and pcm:
             self.emit(AgentSpeechStarted(response_id=response.id))
         response.audio_bytes += len(pcm)
+        if event.alignment is not None:
+            response.aligned = True
+            response.aligned_chars += _letters("".join(event.alignment.chars))
         response.last_frame = time.monotonic()
         rate = self.spec.audio.sample_rate
         self.emit(AudioDelta(response_id=response.id, pcm16=self.audio_out.push(pcm),
@@ -540,10 +633,9 @@ class ElevenLabsSession(StreamingSession):
         if self._session_usage_sent:
             return
         self._session_usage_sent = True
-        connected_s = time.monotonic() - self._opened
         usage = Usage(
             scope="session",
-            billed_minutes=connected_s / 60.0,
+            billed_minutes=self.meter.billed_minutes(),
             vendor_latency_ms={"elevenlabs_ping_ms": self._last_ping_ms} if self._last_ping_ms else {},
         )
         if self._cost_reader is not None and self.conversation_id:
@@ -556,6 +648,21 @@ class ElevenLabsSession(StreamingSession):
     def _emit_non_fatal(self, exc: AdapterError) -> None:
         self.emit(ErrorEvent(message=str(exc), code=exc.code, fatal=False, retryable=exc.retryable,
                              retry_after_s=exc.retry_after_s, vendor_code=exc.vendor_code))
+
+
+def _letters(text: str) -> int:
+    """The non-blank characters of ``text`` (what an alignment and a message are compared by)."""
+    return sum(1 for char in text if not char.isspace())
+
+
+def _alnum(text: str) -> str:
+    return "".join(char for char in text.lower() if char.isalnum())
+
+
+def _voiced(response: _Response) -> bool:
+    """Whether the alignment has voiced the whole message: at least as many non-blank characters (a TTS that
+    normalizes text — "8" → "eight", "Dr." → "Doctor" — voices more, not fewer)."""
+    return response.aligned_chars >= _letters(" ".join(response.segments))
 
 
 def _event_id(message: wire.ServerMessage) -> int | None:

@@ -91,7 +91,9 @@ class ConversationInitiationMetadata(WireModel):
 
 class PingEvent(WireModel):
     event_id: int
-    ping_ms: int | None = None
+    #: the server's estimate of the round trip (the SDK reads ``event["ping_ms"]``: the key must be present,
+    #: null until a round trip was measured); a fraction is tolerated
+    ping_ms: float | None = None
 
 
 class Ping(WireModel):
@@ -132,7 +134,8 @@ class AgentResponseCorrection(WireModel):
 
 class TextResponsePart(WireModel):
     text: str = ""
-    type: Literal["start", "delta", "stop"] = "delta"
+    #: ``start`` / ``delta`` / ``stop``; an unknown kind is read as a delta, as the SDK does
+    type: str = "delta"
     event_id: int | None = None
 
 
@@ -302,6 +305,11 @@ def message_type(message: BaseModel) -> str:
 
 
 def dump(message: BaseModel) -> str:
+    """``message`` as JSON without unset optional fields, except ``ping_event.ping_ms``: the SDK indexes it, so a
+    ping always carries it (null when no round trip was measured yet)."""
+    if isinstance(message, Ping):
+        return json.dumps({"type": message.type, "ping_event": {
+            **message.ping_event.model_dump(exclude_none=True), "ping_ms": message.ping_event.ping_ms}})
     return message.model_dump_json(exclude_none=True)
 
 

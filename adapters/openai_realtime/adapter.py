@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from adapters._kit.options import parse_options, require_env, require_live_credentials, require_live_or_emulated
 from adapters._kit.prompts import instructions_with_passages
+from adapters.openai_realtime.language import with_language
 from adapters.openai_realtime.live import SdkTransport, websocket_base_url
 from adapters.openai_realtime.session import (
     RealtimeSession,
@@ -116,7 +117,7 @@ class OpenAIRealtimeAdapter:
         transcription = ({"model": options.input_transcription_model, "language": spec.language}
                          if options.input_transcription_model else None)
         session = build_session(
-            instructions_with_passages(spec.context, spec.instructions),
+            with_language(instructions_with_passages(spec.context, spec.instructions), spec.language),
             beta=options.beta,
             voice=options.voice,
             output_modalities=list(options.output_modalities),
@@ -125,6 +126,7 @@ class OpenAIRealtimeAdapter:
             transcription=transcription,
         )
         return SessionConfig(beta=options.beta, session=session, base_instructions=spec.instructions,
+                             language=spec.language,
                              passages=list(spec.context), history=list(spec.history), server_vad=server_vad,
                              idle_timeout_s=spec.idle_timeout_s, max_tool_rounds=options.max_tool_rounds,
                              sample_rate=spec.audio.sample_rate, trace=options.trace,

@@ -57,6 +57,7 @@ from adapters._kit.intent_tool import (
 from adapters._kit.prompts import instructions_with_passages
 from adapters._kit.ws import Transport, disconnect_error
 from adapters.openai_realtime import wire
+from adapters.openai_realtime.language import with_language
 from bench.protocol import (
     AdapterError,
     AgentSpeechStarted,
@@ -110,6 +111,8 @@ class SessionConfig(BaseModel):
     session: dict[str, Any]
     #: the instructions around the passages (None: the voice-agent prompt), kept for ``update_context``
     base_instructions: str | None = None
+    #: the conversation's language, kept at the head of the instructions (``language.with_language``)
+    language: str | None = None
     passages: list[str] = Field(default_factory=list)
     history: list[HistoryMessage] = Field(default_factory=list)
     server_vad: bool = False
@@ -442,7 +445,8 @@ class RealtimeSession(StreamingSession):
         self.passages = list(update.passages)
         if update.instructions is not None:
             self.base_instructions = update.instructions
-        instructions = instructions_with_passages(self.passages, self.base_instructions)
+        instructions = with_language(instructions_with_passages(self.passages, self.base_instructions),
+                                     self.config.language)
         await self._send(wire.SessionUpdate(session=instructions_update(instructions, beta=self.config.beta)))
 
     async def close_connection(self) -> None:

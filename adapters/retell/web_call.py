@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from adapters._kit.call_meter import CallMeter
 from adapters.retell import wire
 from adapters.retell.errors import rest_error, room_error
 from adapters.retell.session import RetellSession, SessionSetup
@@ -181,6 +182,9 @@ class RetellWebCallSession(RetellSession):
         #: the agent's audio to the session's rate (filter state kept across frames), for the rate it comes at
         self._speaker: StreamResampler | None = None
         self._leaving = False
+        #: the call as heard (connect to the end of the agent's playout), a floor under Retell's own duration
+        self.meter = CallMeter()
+        self._left_at: float | None = None
 
     async def open(self) -> None:
         try:
@@ -236,6 +240,7 @@ class RetellWebCallSession(RetellSession):
 
     async def close_connection(self) -> None:
         self._leaving = True
+        self._left_at = time.monotonic()
         try:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.room.leave(), 10.0)
@@ -315,6 +320,7 @@ class RetellWebCallSession(RetellSession):
         return users[-1] + 1 if users else 0
 
     def _on_agent_audio(self, pcm: bytes, sample_rate: int) -> None:
+        self.meter.heard(len(pcm) / 2 / sample_rate)
         if self.ended:
             return
         if self._speaker is None or self._speaker.source_rate != sample_rate:
@@ -381,6 +387,7 @@ class RetellWebCallSession(RetellSession):
             delay = min(delay * 2, 1.0)
         cost = call.call_cost
         seconds = cost.total_duration_seconds if cost is not None else (call.duration_ms or 0) / 1000.0
+        seconds = max(seconds or 0.0, self.meter.billed_seconds(self._left_at))
         self.emit(Usage(
             scope="session",
             input_audio_seconds=round(self.spec.audio.ms_for_bytes(self._audio_in_bytes) / 1000.0, 3),

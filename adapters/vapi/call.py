@@ -20,8 +20,10 @@ Call control: ``transfer-update`` → ``CallControl(transfer_requested, target=<
 the response it was giving, and the session ends normally when the socket closes. Otherwise, when the socket
 closes mid-conversation the call's ``endedReason`` (``GET /call/{id}``) decides the error code.
 ``aclose`` hangs up and reads the ended call back for its cost: ``Usage(scope="session")`` with ``cost`` (USD),
-the Vapi platform minutes, the audio both ways and ``artifact.performanceMetrics`` averages (milliseconds, as
-``vapi_*_latency``).
+the billed minutes, the audio both ways and ``artifact.performanceMetrics`` averages (milliseconds, as
+``vapi_*_latency``). The billed minutes are the call's duration as heard (``adapters._kit.call_meter``: connect to
+the end of the last answer's playout, plus ``billing_endpointing_ms`` per text turn) or Vapi's own platform
+minutes when those are longer: Vapi bills by the minute and a caller stays on the line while the answer plays.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any, Literal
 
 from websockets.exceptions import ConnectionClosed
 
+from adapters._kit.call_meter import CallMeter
 from adapters._kit.prompts import instructions_with_passages as assistant_prompt
 from adapters._kit.ws import WebsocketTransport, disconnect_error
 from adapters.custom_llm import TurnContext
@@ -139,6 +142,9 @@ class VapiCallSession(StreamingSession):
         self._hanging_up = False
         self._input_bytes = 0
         self._output_bytes = 0
+        #: the call's duration as heard (the line stays open while the answer plays); ``_hung_up_at`` ends it
+        self.meter = CallMeter(endpointing_s=setup.options.billing_endpointing_ms / 1000.0)
+        self._hung_up_at: float | None = None
         self._reader: asyncio.Task[Any] | None = None
         self._finish_timer: asyncio.Task[Any] | None = None
         self._transfer_reported = False
@@ -179,6 +185,7 @@ class VapiCallSession(StreamingSession):
             self._set_drained()
         await self._unmute()
         response = self._start_response(question=text)
+        self.meter.text_turn()
         await self._send(AddMessage(message=OpenAiMessage(role="user", content=text)).wire())
         self.emit(UserTurnSent(response_id=response.response_id))
         self._last_activity = time.monotonic()
@@ -207,6 +214,7 @@ class VapiCallSession(StreamingSession):
 
     async def close_connection(self) -> None:
         self._hanging_up = True
+        self._hung_up_at = time.monotonic()
         self._end_cut()
         with contextlib.suppress(Exception):
             await self._transport.send(Hangup().wire())
@@ -362,6 +370,8 @@ class VapiCallSession(StreamingSession):
 
     def _on_audio(self, frame: bytes) -> None:
         self._output_bytes += len(frame)
+        if self._cut is None and not self._muted:  # the caller hears it
+            self.meter.heard(len(frame) / 2 / self._rate)
         response = self._agent_response() if self._cut is None else self._cut  # a cut reply's audio is evidence
         if response is None:
             return
@@ -416,6 +426,7 @@ class VapiCallSession(StreamingSession):
         if played_ms is None:
             played_ms = response.audio_bytes / 2 / self._rate * 1000.0
         self.emit(Interrupted(response_id=response.response_id, played_ms=played_ms, by=by))
+        self.meter.cut()
         self._cut = response
         self._current = None
         self._awaiting = False
@@ -478,13 +489,14 @@ class VapiCallSession(StreamingSession):
             scope="session",
             input_audio_seconds=self._input_bytes / 2 / in_rate if self._input_bytes else None,
             output_audio_seconds=self._output_bytes / 2 / self._rate if self._output_bytes else None,
+            billed_minutes=self.meter.billed_minutes(self._hung_up_at),
         )
         if record is None:
             return usage
         usage.vendor_cost_usd = record.cost
-        for item in record.costs or []:
+        for item in record.costs or []:  # Vapi's own minutes count when longer than the call as heard
             if item.get("type") == "vapi" and isinstance(item.get("minutes"), int | float):
-                usage.billed_minutes = float(item["minutes"])
+                usage.billed_minutes = max(float(item["minutes"]), usage.billed_minutes or 0.0)
         metrics = record.artifact.performance_metrics if record.artifact else None
         if metrics is not None:
             averages = {

@@ -45,6 +45,9 @@ class VapiOptions(BaseModel):
     declare_intent_tool: bool = True
     default_language: str = "nl"
     sample_rate: int = Field(default=16000, ge=8000, le=48000)
+    #: the assistant's end-of-speech wait after a caller's turn (its transcriber endpointing); a text turn has no
+    #: caller speech on the line, so the billed call time adds this much per text turn
+    billing_endpointing_ms: float = Field(default=300.0, ge=0, le=5000)
     readback_timeout_s: float | None = Field(default=None, gt=0, description="live 15, emulated 5")
     hangup_timeout_s: float = Field(default=5.0, gt=0)
     final_transcript_wait_s: float = Field(default=1.0, ge=0)

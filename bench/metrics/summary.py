@@ -340,6 +340,7 @@ def summary_dataframe(summary: RunSummary) -> pd.DataFrame:
             "over_refusal_rate_benign": s.safety.over_refusal_on_benign.rate,
             "cost_per_1000_turns_usd": s.cost.per_1000_turns_usd,
             "vendor_cost_per_1000_turns_usd": s.cost.vendor_reported_per_1000_turns_usd,
+            "cost_basis": s.cost.basis,
             "pricing_plan": f"{s.cost.plan.vendor}/{s.cost.plan.plan_id}" if s.cost.plan else None,
             "pricing_date": s.cost.plan.pricing_date if s.cost.plan else None,
             "fluency": s.fluency.mean if s.fluency.status == "rated" else "not rated",

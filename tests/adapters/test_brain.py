@@ -450,9 +450,22 @@ def test_without_a_session_language_it_answers_in_the_callers_language() -> None
     ("en", "At 12:00 or 00:00, floor 3.", "At noon or midnight, floor three."),
     ("fr", "Porte 21 à 01:00.", "Porte vingt et un à une heure."),
     ("en", "Open 24/7, 50% off.", "Open twenty-four seven, fifty percent off."),
+    ("en", "Call +32 15 12 34 56.", "Call plus three two, one five, one two, three four, five six."),
+    ("it", "Chiami il +39 02 1234 5678.",
+     "Chiami il più tre nove, zero due, uno due tre quattro, cinque sei sette otto."),
+    ("nl", "Bel +32 (0)15 40 52 00.", "Bel plus drie twee, één vijf, vier nul, vijf twee, nul nul."),
 ])
 def test_numbers_are_spelled_per_language(language: str, text: str, spoken: str) -> None:
     assert spell_numbers(text, language) == spoken
+
+
+def test_an_italian_caller_hears_italian_numbers_from_a_passage_in_another_language() -> None:
+    """Speech follows the session language, not the passage's: this one is labelled English."""
+    passage = "[en-pharmacy] Farmacia\n\nLa farmacia si trova al piano 3. Telefono +32 15 44 33 22."
+    where = ask("Dove si trova la farmacia?", "it", context=[passage]).text
+    phone = ask("Qual è il numero di telefono della farmacia?", "it", context=[passage]).text
+    assert "piano tre" in where and "più tre due, uno cinque, quattro quattro" in phone
+    assert not any(word in where + phone for word in ("three", "thirty", "fifteen", "plus"))
 
 
 def test_spell_numbers_can_be_switched_off() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from bench.protocol import (
     HistoryMessage,
     ResponseDone,
     SessionSpec,
+    Usage,
 )
 from tests.fakes.answerer import FakeAnswerer
 
@@ -587,3 +589,26 @@ async def test_live_deepgram_voice_agent_answers_with_intent():
     await session.aclose()
     assert reply[-1].type == "response_done"
     assert any(e.type == "text_delta" for e in reply) and any(e.type == "audio_delta" for e in reply)
+
+
+async def test_billed_seconds_cover_the_agent_audio_heard_even_when_it_arrives_at_once() -> None:
+    """Deepgram bills the call by the minute and the line stays open while the answer plays: with audio delivered
+    as fast as possible (``audio_pacing`` 0) the socket is open far shorter than the answer lasts, yet the billed
+    seconds are at least the output audio seconds (plus the endpointing of each text turn)."""
+    launched = await launched_system(billing_endpointing_ms=300)
+    try:
+        session = await launched.adapter.open_session(await spec_for(launched))
+        stream, events = session.events(), []
+        for question in (QUESTION, "And where do I park?"):
+            await session.send_text(question)
+            await read_response(stream, events)
+        opened_s = time.monotonic() - session.connected_at
+        await session.aclose()
+        async with asyncio.timeout(TIMEOUT_S):
+            events += [event async for event in stream]
+    finally:
+        await launched.close()
+    output_s = sum(e.output_audio_seconds or 0.0 for e in events if isinstance(e, Usage) and e.scope == "response")
+    (billed,) = [e.billed_minutes for e in events if isinstance(e, Usage) and e.scope == "session"]
+    assert output_s > 2 * opened_s  # the audio came much faster than real time
+    assert billed * 60.0 >= output_s + 2 * 0.3 - 1e-3

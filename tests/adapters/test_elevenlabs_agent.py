@@ -235,27 +235,41 @@ async def wait_for(seen: list[str], kind: str, count: int = 1) -> None:
 @pytest.mark.parametrize("mode", ["voice", "text_only"])
 async def test_official_sdk_conversation_drives_emulator(mode: str) -> None:
     answerer = FakeAnswerer()
-    launched = await launched_system(answerer, emulator={"require_signed_url": True, "emit_response_complete": True})
+    launched = await launched_system(answerer, emulator={"require_signed_url": True, "emit_response_complete": True,
+                                                         "ping_interval_s": 0.1})
     responses: list[str] = []
+    latencies: list[int] = []
 
     async def on_response(text: str) -> None:
         responses.append(text)
 
+    async def on_latency(ping_ms: int) -> None:  # latency reporting on: the SDK reads every ping's ping_ms
+        latencies.append(ping_ms)
+
     try:
         conversation, seen, client, calls, audio = await sdk_conversation(
-            launched, text_only=mode == "text_only", callback_agent_response=on_response)
+            launched, text_only=mode == "text_only", callback_agent_response=on_response,
+            callback_latency_measurement=on_latency)
         for turn, text in enumerate(["Hello, my name is Alice.", "What are the visiting hours?",
                                      "Sorry, what is my name?"], start=1):
             await conversation.send_user_message(text)
             await wait_for(seen, "agent_response_complete", turn)
+        async with asyncio.timeout(TIMEOUT_S):  # a ping after a measured round trip carries its ping_ms
+            while not latencies:
+                await asyncio.sleep(0.05)
         await conversation.end_session()
         conversation_id = await conversation.wait_for_session_end()
         details = await asyncio.to_thread(client.conversational_ai.conversations.get, conversation_id)
         assert connections(launched) == 1
     finally:
         await launched.close()
-    first_turn = seen[: seen.index("agent_response_complete") + 1]
+    turn = seen[: seen.index("agent_response_complete") + 1]
+    first_ping = turn.index("ping")  # the periodic pings come at any moment; the recording has the opening one
+    first_turn = [kind for i, kind in enumerate(turn) if kind != "ping" or i == first_ping]
     assert normalize(first_turn) == [*RECORDING[mode]["server"], "agent_response_complete"]
+    assert all(isinstance(ms, int) and ms >= 0 for ms in latencies)
+    pings = [e["event"]["ping_event"] for e in emulator_log(launched) if e["event"].get("type") == "ping"]
+    assert all("ping_ms" in ping for ping in pings) and pings[0]["ping_ms"] is None
     log = emulator_log(launched)
     sent = [e["event"] for e in log if e["dir"] == "recv"]
     first_sent = sent[: [m.get("type") for m in sent].index("client_tool_result") + 1]
@@ -540,13 +554,98 @@ def agent_response(text: str, event_id: int = 1) -> dict[str, Any]:
     return {"type": "agent_response", "agent_response_event": {"agent_response": text, "event_id": event_id}}
 
 
-def audio(event_id: int = 1, ms: int = 100) -> dict[str, Any]:
+def audio(event_id: int = 1, ms: int = 100, voices: str | None = None) -> dict[str, Any]:
+    """An agent audio frame; ``voices``: the characters its ``alignment`` says it speaks (None: no alignment)."""
     pcm = tone_pcm16(ms, sample_rate=16000)
-    return {"type": "audio", "audio_event": {"audio_base_64": base64.b64encode(pcm).decode(),
-                                             "event_id": event_id}}
+    event: dict[str, Any] = {"audio_base_64": base64.b64encode(pcm).decode(), "event_id": event_id}
+    if voices is not None:
+        step = ms // max(1, len(voices))
+        event["alignment"] = {"chars": list(voices), "char_start_times_ms": [i * step for i in range(len(voices))],
+                              "char_durations_ms": [step] * len(voices)}
+    return {"type": "audio", "audio_event": event}
 
 
-async def test_a_voice_response_waits_for_its_audio_then_ends_after_the_quiet_period() -> None:
+async def test_a_reply_with_a_pause_inside_stays_one_response() -> None:
+    """The vendor's signals end a turn: a 1.3 s gap in the audio (longer than the quiet period) does not split it;
+    the response ends when the alignment has voiced the whole ``agent_response``."""
+    session, transport, reader = await scripted_session(response_quiet_s=1.0)
+    first, second = "Let me check that for you. ", "Visiting hours are two to eight."
+    await session.send_text("When can I visit?")
+    transport.push(agent_response(first + second))
+    transport.push(audio(voices=first[:12]))
+    transport.push(audio(voices=first[12:]))
+    await asyncio.sleep(1.3)
+    assert not any(isinstance(e, ResponseDone) for e in reader.events)
+    transport.push(audio(voices=second))
+    done = await reader.done("r1")
+    await reader.close()
+    assert done.status == "completed" and done.final_text == (first + second).strip()
+    assert {e.response_id for e in reader.events if isinstance(e, ResponseDone)} == {"r1"}
+    assert len(reader.of("r1", AudioDelta)) == 3
+
+
+async def test_a_voiced_reply_ends_on_its_last_aligned_frame_not_on_a_timer() -> None:
+    session, transport, reader = await scripted_session(response_quiet_s=30)  # a timer would never fire in time
+    await session.send_text("Hello")
+    transport.push(agent_response("Hi there."))
+    transport.push(audio(voices="Hi "))
+    transport.push(audio(voices="there."))
+    done = await reader.until(lambda e: isinstance(e, ResponseDone), timeout=8)
+    await reader.close()
+    assert done.final_text == "Hi there." and reader.of("r1")[-1] is done
+
+
+async def test_an_alignment_that_never_voices_the_whole_message_ends_the_reply_instead_of_stalling() -> None:
+    session, transport, reader = await scripted_session(response_quiet_s=0.5)
+    text = "Sint-Aldegonde Hospital – floor 3 (B-wing)."
+    await session.send_text("Where is it?")
+    transport.push(agent_response(text))
+    transport.push(audio(voices="Sint Aldegonde Hospital floor 3 B wing."))  # punctuation not voiced: fewer characters
+    await asyncio.sleep(1.4)  # longer than a pause inside a reply may last before the long fallback
+    assert not any(isinstance(e, ResponseDone) for e in reader.events)
+    done = await reader.until(lambda e: isinstance(e, ResponseDone), timeout=8)
+    await reader.close()
+    assert done.final_text == text and not any(isinstance(e, ErrorEvent) for e in reader.events)
+
+
+async def test_trailing_audio_of_a_finished_turn_is_not_a_new_reply() -> None:
+    session, transport, reader = await scripted_session(response_quiet_s=30)
+    await session.send_text("Hello")
+    transport.push(agent_response("Hi there."))
+    transport.push(audio(voices="Hi there."))
+    await reader.done("r1")
+    transport.push(audio(voices=""))  # trailing silence, voicing nothing
+    transport.push(audio())  # and without an alignment at all
+    await session.send_text("Bye")
+    transport.push(agent_response("Goodbye.", event_id=2))
+    transport.push(audio(event_id=2, voices="Goodbye."))
+    second = await reader.done("r2")
+    await reader.close()
+    assert second.final_text == "Goodbye." and not any(isinstance(e, Interrupted) for e in reader.events)
+    assert len(reader.of("r1", AudioDelta)) == 1
+
+
+async def test_a_client_tool_call_keeps_the_reply_open_until_its_result() -> None:
+    session, transport, reader = await scripted_session(response_quiet_s=30)
+    session._client_tools.add("book")
+    await session.send_text("Book me in")
+    transport.push(agent_response("One moment."))
+    transport.push({"type": "client_tool_call", "client_tool_call": {
+        "tool_name": "book", "tool_call_id": "t1", "parameters": {}, "expects_response": True}})
+    transport.push(audio(voices="One moment."))
+    call = await reader.until(lambda e: isinstance(e, ToolCall) and e.name == "book")
+    assert call.awaits_result
+    await asyncio.sleep(0.2)
+    assert not any(isinstance(e, ResponseDone) for e in reader.events)
+    await session.send_tool_result("t1", "booked")
+    transport.push(agent_response("You are booked."))
+    transport.push(audio(voices="You are booked."))
+    done = await reader.until(lambda e: isinstance(e, ResponseDone), timeout=8)
+    await reader.close()
+    assert done.final_text == "One moment. You are booked."
+
+
+async def test_a_voice_response_without_alignment_falls_back_to_the_quiet_period() -> None:
     session, transport, reader = await scripted_session(response_quiet_s=0.2)
     await session.send_text("Hello")
     transport.push(agent_response("Hi there."))

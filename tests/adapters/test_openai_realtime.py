@@ -347,7 +347,7 @@ async def test_three_turns_on_one_connection_remember_turn_one() -> None:
         # the answerer saw the conversation so far and the passages of the prompt
         last = answerer.requests[-1]
         assert [turn.role for turn in last.history] == ["user", "assistant", "user", "assistant"]
-        assert last.context == [PASSAGE] and last.language is None
+        assert last.context == [PASSAGE] and last.language == "en"  # the session language, read from the prompt
         usages = [turn[-2] for turn in (first, second, third)]
         assert usages[1].cached_input_tokens and usages[2].input_text_tokens > usages[0].input_text_tokens
     finally:
@@ -1088,3 +1088,15 @@ async def test_live_openai_realtime_conversation() -> None:
     usage = next(e for e in first if isinstance(e, Usage))
     assert usage.input_text_tokens and usage.output_audio_tokens
     assert any(isinstance(e, AudioDelta) for e in first) and "Ada" in (third[-1].final_text or "")
+
+
+def test_every_session_tells_the_model_its_language() -> None:
+    """OpenAI Realtime has no session language field: the instructions open with it (and the emulator reads it)."""
+    from adapters.openai_realtime.language import language_from_instructions
+
+    adapter = create(SystemConfig(id="openai-realtime", adapter="openai_realtime", mode="emulated", options={}))
+    config = adapter.session_config(SessionSpec(conversation_id="c", language="it", context=[PASSAGE]))
+    instructions = config.session["instructions"]
+    assert instructions.startswith("The caller speaks Italian (language code it).")
+    assert language_from_instructions(instructions) == "it" and PASSAGE in instructions
+

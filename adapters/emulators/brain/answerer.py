@@ -126,7 +126,7 @@ class KnowledgeAnswerer:
         passages = list(dict.fromkeys(index.passage_of(s.unit).raw for s in chosen))
         if not self.profile.voice_shaping:
             return BrainAnswer(text=index.passage_of(best.unit).raw, retrieved_context=[passages[0]])
-        text = limit_sentences(self._compose([s.unit for s in chosen]), self.profile.max_sentences)
+        text = limit_sentences(self._compose([s.unit for s in chosen], language), self.profile.max_sentences)
         return BrainAnswer(text=text, conversational_intent="answered", retrieved_context=passages)
 
     def _rank(self, index: ContextIndex, utterance: str, language: str, history: list[HistoryTurn]) -> list[Scored]:
@@ -158,8 +158,9 @@ class KnowledgeAnswerer:
         candidates = {s.unit.passage for s in ranked} | index.passages_answering(set(words(utterance)))
         return len(candidates) > 1
 
-    def _compose(self, units: list[Unit]) -> str:
-        """The chosen units as spoken sentences, each fragment introduced by its heading once."""
+    def _compose(self, units: list[Unit], language: str) -> str:
+        """The chosen units as spoken sentences, each fragment introduced by its heading once; numbers are said in
+        the session's ``language`` (the caller's), whatever language the passage was written or guessed in."""
         spoken, said_sections = [], set()
         for unit in units:
             text = unit.text
@@ -170,7 +171,7 @@ class KnowledgeAnswerer:
                 text = f"{unit.label}: {text}"
             sentence = speakable(text)
             if self.profile.spell_numbers:
-                sentence = spell_numbers(sentence, unit.language)
+                sentence = spell_numbers(sentence, language)
             spoken.append(sentence)
         return " ".join(spoken)
 

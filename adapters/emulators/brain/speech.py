@@ -26,6 +26,7 @@ _DIGITS = {
 }
 _RANGE = {"en": "from {a} to {b}", "nl": "van {a} tot {b}", "fr": "de {a} à {b}", "it": "{a} {b}"}
 _TO = {"en": "to", "nl": "tot", "fr": "à", "it": "a"}
+_PLUS = {"en": "plus", "nl": "plus", "fr": "plus", "it": "più"}
 _PERCENT = {"en": "percent", "nl": "procent", "fr": "pour cent", "it": "per cento"}
 _ROUND_THE_CLOCK = {
     "en": "twenty-four seven",
@@ -41,6 +42,9 @@ _TIME = re.compile(r"\b([01]?\d|2[0-4])[:h]([0-5]\d)\b")
 _PRICE_BEFORE = re.compile(r"€\s?(\d+)(?:[.,](\d{1,2}))?(?!\d)")
 _PRICE_AFTER = re.compile(r"\b(\d+)(?:[.,](\d{1,2}))?\s?(?:€|euros?\b|EUR\b)", re.IGNORECASE)
 _PHONE = re.compile(r"(?<![\w+])(\+\d{2}\s?)?(0\d{1,3}(?:[ ./-]?\d{2,3}){2,4})(?![\w])")
+#: an international number without the trunk 0 ("+32 15 12 34 56", "+39 02 1234 5678", "+32 (0)15 …")
+_INTERNATIONAL_PHONE = re.compile(
+    r"(?<![\w+])\+(\d{2,3})[ ./-]?(?:\(0\)\s?)?(\d{1,4}(?:[ ./-]?\d{2,4}){1,4})(?![\w])")
 _SHORT_NUMBER = re.compile(rf"\b({'|'.join(_EMERGENCY_NUMBERS)})\b|\b({_PHONE_CUE}:? )(\d{{3,4}})\b",
                            re.IGNORECASE)
 _PERCENTAGE = re.compile(r"\b(\d+)(?:[.,](\d+))?\s?%")
@@ -163,7 +167,7 @@ def phone_number(prefix: str | None, number: str, language: str) -> str:
     groups = [g for g in re.split(r"[ ./-]", number) if g]
     spoken = ", ".join(digits(g, language) for g in groups)
     if prefix:
-        spoken = f"plus {digits(prefix, language)}, {spoken}"
+        spoken = f"{_PLUS[language]} {digits(prefix, language)}, {spoken}"
     return spoken
 
 
@@ -176,6 +180,7 @@ def spell_numbers(text: str, language: str) -> str:
     text = _TIME.sub(lambda m: clock_time(int(m[1]), int(m[2]), language), text)
     text = _PRICE_BEFORE.sub(lambda m: price(m[1], m[2], language), text)
     text = _PRICE_AFTER.sub(lambda m: price(m[1], m[2], language), text)
+    text = _INTERNATIONAL_PHONE.sub(lambda m: phone_number(m[1], m[2], language), text)
     text = _PHONE.sub(lambda m: phone_number(m[1], m[2], language), text)
     text = _SHORT_NUMBER.sub(lambda m: digits(m[1], language) if m[1] else m[2] + digits(m[3], language), text)
     text = _PERCENTAGE.sub(lambda m: _decimal(m[1], m[2], language) + " " + _PERCENT[language], text)

@@ -5,7 +5,8 @@ Set-up: the first client message may be ``conversation_initiation_client_data`` 
 do not allow, ``allowed_overrides``). From it the agent takes its prompt (the knowledge
 passages in it become the answerer's context), language (else None), first message, ``text_only`` (nested
 under ``conversation`` or, as the SDK sends it without an audio interface, top-level). It answers with
-``conversation_initiation_metadata`` and one ``ping``.
+``conversation_initiation_metadata`` and one ``ping``. Every ``ping`` carries ``ping_event.ping_ms`` (the SDK
+reads it by key): null until a ``pong`` came back, then the last measured round trip in whole milliseconds.
 
 Turns: ``user_message {text}``, or caller audio (``user_audio_chunk``) through the kit's ``ServerVad``: when the
 VAD ends a speech segment the next utterance the engine queued (``conversation.utterances``) is the transcript.
@@ -13,7 +14,8 @@ Each turn gets a new ``event_id``: ``user_transcript``, then — after ``vad.res
 response, planned by the kit's speaker: the intent ``client_tool_call`` (when the agent has the client tool and
 the answerer routes intents; the ``client_tool_result`` is awaited; likewise a call of another configured
 client tool when the caller's request asks for it (``brain.tools``), whose result the agent then speaks), then in
-voice mode ``agent_response`` (the whole text, at the first-token time) and paced ``audio`` chunks, in text-only
+voice mode ``agent_response`` (the whole text, at the first-token time) and paced ``audio`` chunks, each with the
+``alignment`` of the characters it voices (spread evenly over the speech, so the last chunk ends the text), in text-only
 mode ``agent_chat_response_part`` start/delta…/stop and ``agent_response``; ``agent_response_complete`` only when
 the agent has that client event.
 ``contextual_update`` replaces the knowledge passages, or adds the earlier exchanges it recounts to the history.
@@ -99,6 +101,9 @@ class AgentConversation:
         self.history: list[HistoryTurn] = []
         self.event_id = 0
         self.ping_id = 0
+        #: when each unanswered ping went out, and the last measured round trip (ms)
+        self.pings_sent: dict[int, float] = {}
+        self.round_trip_ms: int | None = None
         self.tool_results: dict[str, asyncio.Future[Any]] = {}
         self.response: asyncio.Task[None] | None = None
         self.barge_in = asyncio.Event()
@@ -188,9 +193,15 @@ class AgentConversation:
         self.record["text_only"] = self.text_only
 
     async def ping(self) -> None:
-        """A ping the client must answer; no ``ping_ms`` (the emulator does not measure the round trip)."""
+        """A ping the client must answer, with the last round trip measured from a ``pong`` (null before one)."""
         self.ping_id += 1
-        await self.send(wire.Ping(ping_event=wire.PingEvent(event_id=self.ping_id)))
+        self.pings_sent[self.ping_id] = time.monotonic()
+        await self.send(wire.Ping(ping_event=wire.PingEvent(event_id=self.ping_id, ping_ms=self.round_trip_ms)))
+
+    def on_pong(self, event_id: int) -> None:
+        sent = self.pings_sent.pop(event_id, None)
+        if sent is not None:
+            self.round_trip_ms = round((time.monotonic() - sent) * 1000.0)
 
     async def periodic_pings(self, interval: float) -> None:
         with contextlib.suppress(ConnectionClosed):
@@ -217,6 +228,8 @@ class AgentConversation:
             await self.user_turn(message.text, delay_s=0.0)
         elif isinstance(message, wire.UserAudioChunk):
             await self.on_audio(message.user_audio_chunk)
+        elif isinstance(message, wire.Pong):
+            self.on_pong(message.event_id)
         elif isinstance(message, wire.ClientToolResult):
             future = self.tool_results.get(message.tool_call_id)
             if future is not None and not future.done():
@@ -312,7 +325,8 @@ class AgentConversation:
         if fault is not None and fault != "disconnect":
             await self.inject(fault, barge_in)
             return
-        stream = _Stream(self, event_id, disconnect=fault == "disconnect")
+        stream = _Stream(self, event_id, disconnect=fault == "disconnect", text=answer.text,
+                         audio_ms=sum(len(chunk) for _, chunk in plan.audio) / 2 / SAMPLE_RATE * 1000.0)
         if self.text_only:
             await stream.part("start")
         else:
@@ -422,10 +436,17 @@ class AgentConversation:
 class _Stream:
     """Sends one response's pieces; with the ``disconnect`` fault, drops the connection after the first one."""
 
-    def __init__(self, agent: AgentConversation, event_id: int, *, disconnect: bool):
+    def __init__(self, agent: AgentConversation, event_id: int, *, disconnect: bool, text: str = "",
+                 audio_ms: float = 0.0):
         self.agent = agent
         self.event_id = event_id
         self.disconnect = disconnect
+        #: what the audio voices and how long it lasts; ``played_ms`` = the audio sent so far
+        self.spoken = text
+        self.audio_ms = audio_ms
+        self.played_ms = 0.0
+        #: how many characters of ``spoken`` the alignments sent so far voiced
+        self.voiced = 0
 
     def _after_piece(self) -> None:
         if self.disconnect:
@@ -448,9 +469,31 @@ class _Stream:
 
     async def audio(self, chunk: bytes) -> None:
         pcm = resample_pcm16(chunk, SAMPLE_RATE, self.agent.out_rate)
+        chunk_ms = len(chunk) / 2 / SAMPLE_RATE * 1000.0
+        alignment = self.alignment(chunk_ms)
+        self.played_ms += chunk_ms
         await self.agent.send(wire.Audio(audio_event=wire.AudioEvent(
-            audio_base_64=base64.b64encode(pcm).decode(), event_id=self.event_id)))
+            audio_base_64=base64.b64encode(pcm).decode(), event_id=self.event_id, alignment=alignment)))
         self._after_piece()
+
+    def alignment(self, chunk_ms: float) -> wire.Alignment | None:
+        """The characters of the text this chunk voices, with their times in the chunk (ms): the text spread evenly
+        over the audio, the last word kept for the last chunk (the turn's audio is done when its text is voiced)."""
+        if not self.spoken or self.audio_ms <= 0:
+            return None
+        length = len(self.spoken)
+        per_char = self.audio_ms / length
+        first = self.voiced
+        end = self.played_ms + chunk_ms
+        if end >= self.audio_ms - 1e-6:
+            last = length
+        else:
+            last_word = self.spoken.rstrip().rfind(" ") + 1
+            last = max(first, min(last_word, int(end / per_char)))
+        self.voiced = last
+        starts = [max(0, round(i * per_char - self.played_ms)) for i in range(first, last)]
+        return wire.Alignment(chars=list(self.spoken[first:last]), char_start_times_ms=starts,
+                              char_durations_ms=[max(1, round(per_char))] * (last - first))
 
 
 class _Refused(Exception):

@@ -20,6 +20,7 @@ from adapters._kit.prompts import passages_from_instructions
 from adapters.emulators._kit.answerer import BrainRequest, HistoryTurn
 from adapters.emulators.brain.tools import DeclaredTool
 from adapters.openai_realtime import wire
+from adapters.openai_realtime.language import language_from_instructions
 
 SAMPLE_RATE = 24000
 BYTES_PER_MS = SAMPLE_RATE * 2 // 1000
@@ -113,10 +114,13 @@ class SessionView:
 
     @property
     def language(self) -> str | None:
-        """The caller's language as the client configured it (the transcription language), else None."""
+        """The caller's language as the client configured it: the transcription language, else the language line of
+        the instructions (``adapters.openai_realtime.language``), else None."""
         transcription = self.transcription or {}
         language = transcription.get("language")
-        return language if isinstance(language, str) and language else None
+        if isinstance(language, str) and language:
+            return language
+        return language_from_instructions(self.instructions)
 
     @property
     def instructions(self) -> str:
