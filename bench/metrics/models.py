@@ -222,6 +222,8 @@ class JudgedColumn(BaseModel):
 class RunSummary(BaseModel):
     schema_version: str = SUMMARY_SCHEMA_VERSION
     run_id: str
+    #: the stored run's kind (``bench.store.RUN_KINDS``): golden, audio-loop, simulation or imported
+    run_kind: str = "golden"
     created_at: str
     finished_at: str | None
     status: str

@@ -227,6 +227,7 @@ def summarize_frame(
     emulated = [s.id for s in run.systems if s.emulated]
     return RunSummary(
         run_id=run.run_id,
+        run_kind=run.kind,
         created_at=run.created_at,
         finished_at=run.finished_at,
         status=run.status,

@@ -72,7 +72,11 @@ def _pass(rate) -> str:
 
 def render_markdown(summary: RunSummary, regressions: list[Regression] | None = None,
                     compare_warnings: list[str] | None = None) -> str:
-    lines = [f"# voice-agent-bench · run `{_esc(summary.run_id)}`", ""]
+    kind = "" if summary.run_kind == "golden" else f" ({_esc(summary.run_kind)} run)"
+    lines = [f"# voice-agent-bench · run `{_esc(summary.run_id)}`{kind}", ""]
+    if summary.run_kind != "golden":
+        lines += [f"> **{_esc(summary.run_kind).upper()} run**: not a golden run; its figures are not the golden pass "
+                  "rates that `latest`, the gate and the dashboards report.", ""]
     criteria = summary.criteria + ("" if summary.criteria_recorded else " (not recorded; assumed)")
     lines.append(
         f"Dataset `{_esc(summary.golden_path)}` (sha256 {summary.golden_sha256[:12]}) · trials "
