@@ -95,6 +95,13 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
             "loopback emulators; their numbers describe the emulator's configured profile, not the vendor."
         )
         lines.append("")
+    for group in summary.shared_brains:
+        lines.append(
+            f"> **Shared emulator brain ({_esc(group.label)})**: {', '.join(_esc(s) for s in group.systems)} are "
+            f"driven by the same emulator brain (`{_esc(group.brain)}`): they answer alike whatever vendor protocol "
+            "their emulators speak, so they are not ranked against each other and get no verdict against each other."
+        )
+        lines.append("")
     order = [summary.criteria, *(c.name for c in summary.criteria_sets if c.name != summary.criteria)]
     header = ["System", "Role", "Mode", *(f"Pass {name} [95% CI]" for name in order), "Intent", "Tool calls",
               "TTFT p50 ms", "TTFT p95 ms", "Compliance", "Faithfulness", "Refusal", "Over-refusal", "$ / 1k turns",
@@ -103,6 +110,8 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
     for s in summary.systems:
         role = {"reference": "reference", "baseline": "**BASELINE**"}.get(s.role, "candidate")
         mode = "**EMULATED**" if s.emulated else s.mode
+        if s.shared_brain:
+            mode += f" · {_esc(s.shared_brain)}"
         fluency = "not rated" if s.fluency.status != "rated" else f"{s.fluency.mean:.2f}"
         tools = "n/a"
         if s.intent is not None and s.intent.tool_call_compliance is not None:
