@@ -48,7 +48,8 @@ def test_an_audio_loop_run_leaves_latest_on_the_golden_run(tmp_path: Path, capsy
     assert main(["gate", "--store", str(store_path), "--min-pass-rate", "0"]) == 0
     assert f"in run {golden}" in capsys.readouterr().out
     assert main(["gate", "--store", str(store_path), "--min-pass-rate", "0", "--kind", "audio-loop"]) == 0
-    assert f"in run {newest.run_id}" in capsys.readouterr().out
+    gated = capsys.readouterr().out
+    assert f"in run {newest.run_id}" in gated and "(audio-loop run, not golden)" in gated
 
     assert main(["report", "--store", str(store_path), "--reports-dir", str(reports)]) == 0
     assert f"report: {reports / golden / 'report.html'}" in capsys.readouterr().out
