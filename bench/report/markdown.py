@@ -149,7 +149,8 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
         if not regressions:
             lines.append("No metric got worse.")
         for r in regressions:
-            mark = {True: "significant", False: "not significant", None: "no test"}[r.significant]
+            # no test: say why (not comparable across input modes or latency bases, or price arithmetic)
+            mark = {True: "significant", False: "not significant"}.get(r.significant, _esc(r.test))  # type: ignore[arg-type]
             tag = " (EMULATED)" if r.emulated else ""
             p = "" if r.p_adjusted is None else f" (Holm-adjusted p {_p(r.p_adjusted)}; {_esc(r.test)})"
             lines.append(f"- **{_esc(r.system)}**{tag} {_esc(r.describe())} — {mark}{p}")
