@@ -325,7 +325,7 @@ def cmd_report(args: argparse.Namespace) -> int:
             if not regressions:
                 print(f"no regressions from {other} to {run.run_id}")
             for reg in regressions:
-                mark = {True: "significant", False: "not significant", None: "no test"}[reg.significant]
+                mark = {True: "significant", False: "not significant"}.get(reg.significant, reg.test)  # type: ignore[arg-type]
                 print(f"REGRESSION {reg.system}: {reg.describe()} ({mark})")
     finally:
         store.close()

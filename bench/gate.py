@@ -52,6 +52,8 @@ def evaluate_gate(store: Store, run_id: str, system_id: str, golden: GoldenSet, 
     frame = frame[frame["system_id"] == system_id]
     report = report_from_frame(frame, golden, name)
     what = f"{system_id} pass rate ({chosen.label})"
+    if run.kind != "golden":  # named by id or with --kind: say so, its pass rate is not the golden pass rate
+        what += f" ({run.kind} run, not golden)"
     if report.execution_failures:
         code = EXIT_EXECUTION_FAILURE
         message = (f"GATE INCONCLUSIVE: {report.execution_failures} turn(s) of {system_id} failed to execute in run "

@@ -2,7 +2,9 @@
 
 ``render(summary)`` writes one gauge family per figure with ``# HELP`` and ``# TYPE`` lines; every sample is
 labelled ``system``, ``channel="voice"``, ``tenant_id`` (the tenant the harness sends, ``render``'s argument),
-``mode`` (live | emulated | local), ``role`` and ``emulated``; the
+``mode`` (live | emulated | local), ``role``, ``emulated`` and ``kind`` (the run's kind: ``golden``, or
+``audio-loop`` / ``simulation`` / ``imported`` when such a run is exported with ``--kind``, so those series are
+never mistaken for the golden figures); the
 run id, judge and pricing dates are on ``voice_bench_run_info`` only, so a series stays one series from run to
 run. Figures a system did not measure are left out rather than exported as NaN. Label values are escaped as
 the format requires (backslash, double quote, newline).
@@ -168,6 +170,7 @@ def render(summary: RunSummary, tenant_id: str = DEFAULT_TENANT_ID) -> str:
         + _labels(
             {
                 "run_id": summary.run_id,
+                "kind": summary.run_kind,
                 "channel": CHANNEL,
                 "tenant_id": tenant_id,
                 "dataset_sha256": summary.golden_sha256[:12],
@@ -197,6 +200,7 @@ def render(summary: RunSummary, tenant_id: str = DEFAULT_TENANT_ID) -> str:
                     "mode": system.mode,
                     "role": system.role,
                     "emulated": "true" if system.emulated else "false",
+                    "kind": summary.run_kind,
                 }
             )
             samples.append(f"{name}{labels} {_value(value)}")

@@ -119,11 +119,54 @@ async def start_emulator(system: SystemConfig, *, answerer: Any | None = None) -
         raise ConfigError(f"{who}: options.emulator.brain: must be a mapping") from None
     emulator_start(spec.emulator, system=system, spec=spec)  # a missing vendor SDK is exit 2 here, not in the child
     if answerer is None:
-        answerer = answerer_recipe(DEFAULT_ANSWERER, {"profile": profile})
+        answerer = _default_recipe(profile)
     if _is_recipe(answerer):
         return await _start_process(who, emulator_target(spec.emulator), settings, answerer, raw)
     start = emulator_start(spec.emulator, system=system, spec=spec)
     return await _start_in_process(who, start, settings, answerer, raw)  # type: ignore[no-any-return]
+
+
+def _default_recipe(profile: Any) -> AnswererRecipe:
+    return answerer_recipe(DEFAULT_ANSWERER, {"profile": profile})
+
+
+#: the system option naming an orchestrator the adapter serves as the vendor's model (``bench.protocol.orchestrator``)
+ORCHESTRATOR_OPTION = "orchestrator"
+
+
+def system_brain(system: SystemConfig, answerer: Any | None = None) -> str | None:
+    """What writes an emulated system's answers (None for a system that is not emulated): the orchestrator its
+    adapter serves as the vendor's model (``options.orchestrator``: the emulator relays that model's answers), else
+    the emulator's answerer — ``answerer`` as given to ``start_emulator``, or the default brain with the system's
+    ``options.emulator.brain`` profile — named by ``AnswererRecipe.brain_id``. Rows with equal brains answer alike
+    whatever vendor protocol their emulators speak; the report does not rank them against each other."""
+    if system.mode != "emulated":
+        return None
+    orchestrator = system.options.get(ORCHESTRATOR_OPTION)
+    if isinstance(orchestrator, str) and orchestrator:
+        return f"{ORCHESTRATOR_OPTION} {orchestrator}" + _options_digest(system.options.get("orchestrator_options"))
+    if answerer is None:
+        from adapters.emulators._kit.answerer import BrainProfile
+
+        raw = system.options.get("emulator") or {}
+        try:
+            profile = BrainProfile(**((raw.get("brain") if isinstance(raw, dict) else None) or {}))
+        except (ValidationError, TypeError):
+            return None  # start_emulator reports the mistake (exit 2)
+        answerer = _default_recipe(profile)
+    if _is_recipe(answerer):
+        return answerer.brain_id()  # type: ignore[no-any-return]
+    return f"{type(answerer).__module__}:{type(answerer).__qualname__}"
+
+
+def _options_digest(options: Any) -> str:
+    if not options:
+        return ""
+    import hashlib
+    import json
+
+    canonical = json.dumps(options, sort_keys=True, default=repr)
+    return f"#{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:10]}"
 
 
 async def start_named_emulator(name: str, *, answerer: Any, options: dict[str, Any] | None = None) -> Any:

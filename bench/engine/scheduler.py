@@ -167,12 +167,16 @@ def build_adapters(config: RunConfig, input_mode: str = "text", required: list[s
     return adapters
 
 
-def system_info(system: SystemConfig, adapter: Any) -> SystemInfo:
+def system_info(system: SystemConfig, adapter: Any, answerer: Any | None = None) -> SystemInfo:
+    from bench.engine.launch import system_brain
+
     label = system.id + (" (EMULATED)" if system.mode == "emulated" else "")
+    brain = system_brain(system, answerer)  # rows sharing a brain are not ranked against each other (bench.metrics)
     return SystemInfo(id=system.id, adapter=system.adapter, mode=system.mode, role=system.role, label=label,
                       details={"concurrency": system.concurrency, "timeout_s": system.timeout_s,
                                "capabilities": adapter.capabilities.model_dump(), "options": system.options,
-                               "notes": list(getattr(adapter, "notes", []))})
+                               "notes": list(getattr(adapter, "notes", [])),
+                               **({"brain": brain} if brain else {})})
 
 
 #: what the caller says when it barges in, by language (English for the others)
@@ -469,7 +473,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
             store.create_run(RunInfo(
                 run_id=run_id, created_at=_now_iso(), finished_at=None, status="running",
                 dataset_path=golden.path, dataset_sha256=golden.sha256, trials=config.trials,
-                systems=[system_info(s, adapters[s.id]) for s in config.systems],
+                systems=[system_info(s, adapters[s.id], answerer) for s in config.systems],
                 config={**config.model_dump(mode="json"), "input_mode": input_mode,
                         **({"barge_in_at_ms": barge_in_at_ms} if barge_in_at_ms is not None else {}),
                         **({"impairment": impairment} if impairment is not None else {})},

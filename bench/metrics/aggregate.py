@@ -94,10 +94,13 @@ def intent_summary(scored: pd.DataFrame) -> IntentSummary:
     """Intent accuracy as resolved, as reported and as said; sources; tool-call compliance."""
     sources = scored["intent_source"].astype(object).fillna("none").value_counts()
     judges = sorted(j for j in scored["intent_judge"].dropna().unique() if j)
-    labelled_only = bool((scored["labelled"] & ~scored["tool_called"]).any()) if len(scored) else False
+    # A system that never calls the intent tool but labels its own turns is not asked to call it; one that calls it
+    # on some turns is measured over all of them, labelled or not (one labelled turn does not excuse the rest).
+    calls_tool = bool(scored["tool_called"].any()) if len(scored) else False
+    self_labelling = not calls_tool and bool(scored["labelled"].any()) if len(scored) else False
     compliance = None
     note = ""
-    if labelled_only:
+    if self_labelling:
         note = "reports its own intent label; no tool call expected"
     elif len(scored):
         compliance = prop(scored["tool_called"])
@@ -210,6 +213,12 @@ def breakdown(entries: pd.DataFrame, column: str, order: tuple[str, ...] | None 
     return rows
 
 
+def _text_or_none(value: object) -> str | None:
+    """A text cell as text, or None when missing (a category column holds NaN where a turn had no value: a system
+    that reports no intent and whose answer no classifier could read has no intent source)."""
+    return None if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
 def failures(scored: pd.DataFrame) -> tuple[dict[str, int], list[FailureDetail], int]:
     """(failures per expected intent, the first distinct failure details, failing turns in all)."""
     failing = scored[~scored["passed"]]
@@ -230,8 +239,8 @@ def failures(scored: pd.DataFrame) -> tuple[dict[str, int], list[FailureDetail],
             trial=int(row.trial),
             language=str(row.language),
             expected_intent=str(row.expected_intent),
-            observed_intent=row.observed_intent,
-            intent_source=row.intent_source if isinstance(row.intent_source, str) else None,  # a category: NaN
+            observed_intent=_text_or_none(row.observed_intent),
+            intent_source=_text_or_none(row.intent_source),
             reasons=[p for p in str(row.reasons).split("; ") if p],
             answer=str(row.answer)[:ANSWER_PREVIEW_CHARS],
             occurrences=int(row.occurrences),

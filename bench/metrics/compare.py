@@ -80,8 +80,26 @@ def system_basis(frame: pd.DataFrame, system_id: str) -> str:
     return str(values.iloc[0]) if len(values) else "unknown"
 
 
+#: the verdict between two rows driven by the same emulator brain: they are one answerer shown twice
+SAME_BRAIN = "same brain"
+SAME_BRAIN_NOTE = "both rows are driven by the same emulator brain; they are not ranked against each other"
+
+
+def brain_of(info: SystemInfo | None) -> str | None:
+    """The brain the run recorded for an emulated system (``bench.engine.launch.system_brain``), else None."""
+    if info is None or not info.emulated:
+        return None
+    brain = info.details.get("brain") if isinstance(info.details, dict) else None
+    return str(brain) if brain else None
+
+
+def share_brain(a: SystemInfo | None, b: SystemInfo | None) -> bool:
+    brain = brain_of(a)
+    return brain is not None and brain == brain_of(b)
+
+
 def comparison(frame: pd.DataFrame, info: SystemInfo, reference: str, criteria_name: str,
-               min_effect: stats.MinimumEffect) -> SystemComparison:
+               min_effect: stats.MinimumEffect, *, same_brain: bool = False) -> SystemComparison:
     pairs = paired_frame(frame, info.id, reference)
     column = f"passed_{criteria_name}"
     scored = both_known(pairs, column)
@@ -89,6 +107,10 @@ def comparison(frame: pd.DataFrame, info: SystemInfo, reference: str, criteria_n
     ok = pairs[(pairs["status_a"] == "succeeded") & (pairs["status_b"] == "succeeded")]
     ttft_test = stats.paired_latency_test(ok["ttft_ms_a"].to_numpy(float), ok["ttft_ms_b"].to_numpy(float))
     comparable, note = comparability(system_basis(frame, info.id), system_basis(frame, reference), "latency")
+    if same_brain:
+        return SystemComparison(system=info.id, reference=reference, emulated=info.emulated, pass_rate=pass_test,
+                                ttft_ms=ttft_test, pass_verdict=SAME_BRAIN, ttft_verdict=SAME_BRAIN,
+                                latency_comparable=False, latency_note=SAME_BRAIN_NOTE)
     return SystemComparison(
         system=info.id,
         reference=reference,
@@ -124,8 +146,9 @@ def _metrics(criteria_name: str) -> list[tuple[str, str, bool, str, str, str | N
 
 
 def baseline_verdicts(frame: pd.DataFrame, reference: str, baseline: str, criteria_name: str,
-                      min_effect: stats.MinimumEffect) -> list[BaselineVerdict]:
-    """Per metric: does ``reference`` beat ``baseline``? McNemar for rates, Wilcoxon + Hodges–Lehmann else."""
+                      min_effect: stats.MinimumEffect, *, same_brain: bool = False) -> list[BaselineVerdict]:
+    """Per metric: does ``reference`` beat ``baseline``? McNemar for rates, Wilcoxon + Hodges–Lehmann else.
+    ``same_brain``: both rows are driven by one emulator brain — every verdict is "same brain", none "beats"."""
     pairs = paired_frame(frame, reference, baseline)
     basis_ref, basis_base = system_basis(frame, reference), system_basis(frame, baseline)
     out: list[BaselineVerdict] = []
@@ -157,10 +180,13 @@ def baseline_verdicts(frame: pd.DataFrame, reference: str, baseline: str, criter
                 threshold = (min_effect.cost_fraction * abs(base_value)) if base_value else 0.0
             else:
                 threshold = min_effect.for_kind(kind)
+        verdict = stats.verdict(test, higher, min_effect=threshold, comparable=comparable)
+        if same_brain:
+            verdict, note = SAME_BRAIN, SAME_BRAIN_NOTE
         out.append(BaselineVerdict(
             metric=metric, label=label, higher_is_better=higher, reference_value=ref_value,
             baseline_value=base_value,
-            verdict=stats.verdict(test, higher, min_effect=threshold, comparable=comparable),
+            verdict=verdict,
             test=test.test, n_pairs=test.n_pairs, p_value=test.p_value, effect=test.effect,
             effect_ci=test.effect_ci, min_effect=threshold, note=note,
         ))

@@ -130,6 +130,11 @@ class SystemSummary(BaseModel):
                                "or emulator profile")
     #: how knowledge reached this system (``bench.knowledge``: shared_retriever, full_kb, vendor_native)
     context_strategy: str = "not recorded"
+    #: what wrote an emulated row's answers, as the run recorded it (``bench.engine.launch.system_brain``); None for
+    #: a system that is not emulated or a run that recorded none
+    brain: str | None = None
+    #: the label of the group of rows sharing that brain (``RunSummary.shared_brains``), e.g. "brain A"
+    shared_brain: str | None = None
     n_turns: int
     executed: int
     execution_failures: int
@@ -190,6 +195,16 @@ class BaselineVerdict(BaseModel):
     note: str = ""
 
 
+class SharedBrain(BaseModel):
+    """Emulated rows driven by the same emulator brain: they answer alike whatever vendor protocol their emulators
+    speak, so they are not ranked against each other and get no verdict against each other."""
+
+    label: str = Field(description="short name used in the report, e.g. 'brain A'")
+    brain: str = Field(description="the brain as the run recorded it (answerer recipe and profile digest, or the "
+                       "orchestrator the emulator relays)")
+    systems: list[str]
+
+
 class CriteriaInfo(BaseModel):
     name: str
     label: str
@@ -228,6 +243,8 @@ class JudgedColumn(BaseModel):
 class RunSummary(BaseModel):
     schema_version: str = SUMMARY_SCHEMA_VERSION
     run_id: str
+    #: the stored run's kind (``bench.store.RUN_KINDS``): golden, audio-loop, simulation or imported
+    run_kind: str = "golden"
     created_at: str
     finished_at: str | None
     status: str
@@ -256,6 +273,8 @@ class RunSummary(BaseModel):
     systems: list[SystemSummary]
     comparisons: list[SystemComparison]
     baseline_verdicts: list[BaselineVerdict]
+    #: groups of emulated rows driven by the same brain (never ranked against each other)
+    shared_brains: list[SharedBrain] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     #: what ``voice-bench run --max-cost-usd`` did (``reports/<run>/cost-cap.json``, ``bench.engine.budget``)
     cost_cap: dict[str, Any] | None = None

@@ -19,10 +19,10 @@ from bench.dataset import INTENTS, LANGUAGES, SAFETY_LABELS, GoldenSet
 from bench.errors import ConfigError
 from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
 from bench.metrics import aggregate
-from bench.metrics.compare import baseline_verdicts, comparison, seed
+from bench.metrics.compare import baseline_verdicts, brain_of, comparison, seed, share_brain
 from bench.metrics.frame import CONTEXT_OWN, CONTEXT_SHARED, load_run
 from bench.metrics.judges import criteria_statements, judged_columns
-from bench.metrics.models import CriteriaInfo, RunSummary, SystemSummary, VendorLatency
+from bench.metrics.models import CriteriaInfo, RunSummary, SharedBrain, SystemSummary, VendorLatency
 from bench.paths import resolve_output
 from bench.scoring import checkers
 from bench.scoring import criteria as criteria_sets
@@ -168,6 +168,19 @@ def _context(run: RunInfo, frame: pd.DataFrame) -> tuple[str, str]:
     return str(strategy), note
 
 
+def shared_brains(run: RunInfo) -> list[SharedBrain]:
+    """Groups of two or more emulated rows the run recorded with the same brain, labelled brain A, B, … in the
+    order the run lists its systems."""
+    groups: dict[str, list[str]] = {}
+    for info in run.systems:
+        brain = brain_of(info)
+        if brain is not None:
+            groups.setdefault(brain, []).append(info.id)
+    shared = [(brain, ids) for brain, ids in groups.items() if len(ids) > 1]
+    return [SharedBrain(label=f"brain {chr(ord('A') + i)}" if i < 26 else f"brain {i + 1}", brain=brain,
+                        systems=ids) for i, (brain, ids) in enumerate(shared)]
+
+
 def summarize_frame(
     run: RunInfo,
     frame: pd.DataFrame,
@@ -200,10 +213,17 @@ def summarize_frame(
         system_summary.context_strategy = strategies.get(system_summary.id, "not recorded")
     reference = _role(run, "reference")
     baseline = _role(run, "baseline")
-    comparisons = [comparison(frame, s, reference, criteria_name, min_effect)
+    infos = {s.id: s for s in run.systems}
+    shared = shared_brains(run)
+    for system_summary in summaries:
+        system_summary.brain = brain_of(infos.get(system_summary.id))
+        system_summary.shared_brain = next((g.label for g in shared if system_summary.id in g.systems), None)
+    comparisons = [comparison(frame, s, reference, criteria_name, min_effect,
+                              same_brain=share_brain(s, infos.get(reference)))
                    for s in run.systems if reference and s.id != reference]
-    verdicts = baseline_verdicts(frame, reference, baseline, criteria_name, min_effect) if reference and baseline \
-        else []
+    verdicts = baseline_verdicts(frame, reference, baseline, criteria_name, min_effect,
+                                 same_brain=share_brain(infos.get(reference), infos.get(baseline))) \
+        if reference and baseline else []
     notes = []
     if not reference:
         notes.append("no system has role 'reference': no paired comparisons")
@@ -228,6 +248,7 @@ def summarize_frame(
     statements = criteria_statements(calibration)
     return RunSummary(
         run_id=run.run_id,
+        run_kind=run.kind,
         created_at=run.created_at,
         finished_at=run.finished_at,
         status=run.status,
@@ -256,6 +277,7 @@ def summarize_frame(
         systems=summaries,
         comparisons=comparisons,
         baseline_verdicts=verdicts,
+        shared_brains=shared,
         notes=notes,
     )
 
@@ -294,6 +316,7 @@ def summary_dataframe(summary: RunSummary) -> pd.DataFrame:
             "role": s.role,
             "mode": s.mode,
             "emulated": s.emulated,
+            "shared_brain": s.shared_brain,
             "latency_basis": s.latency_basis,
             "n_turns": s.n_turns,
             "executed": s.executed,

@@ -29,7 +29,15 @@ from bench.dataset import INTENTS, GoldenSet
 from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
 from bench.metrics import RunSummary, load_run, phase, summarize_frame
 from bench.report import charts
-from bench.report.compare import Regression, TrendPoint, compare_frames, compare_runs, run_differences, trend
+from bench.report.compare import (
+    LATENCY_MIN_FRACTION,
+    Regression,
+    TrendPoint,
+    compare_frames,
+    compare_runs,
+    run_differences,
+    trend,
+)
 from bench.report.markdown import render_markdown
 from bench.scoring.judges import ScoringJudges
 from bench.store import Store
@@ -266,6 +274,7 @@ def render_html(
         criteria_order=[summary.criteria, *(c.name for c in summary.criteria_sets if c.name != summary.criteria)],
         criteria_labels={summary.criteria: summary.criteria} | {c.name: c.label for c in summary.criteria_sets},
         compare_warnings=compare_warnings or [],
+        latency_min_fraction=LATENCY_MIN_FRACTION,
     )
 
 

@@ -48,6 +48,20 @@ _VERDICT_FORMATS = {
 }
 
 
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """A GFM table: one delimiter cell per header cell, and every row as wide as the header (a row of another width
+    is a bug here, not something to render as raw pipes)."""
+    for row in rows:
+        if len(row) != len(header):
+            raise ValueError(f"markdown table row has {len(row)} cells, the header {len(header)}: {row[:2]}")
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def _p(value: float) -> str:
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
 def _pass(rate) -> str:
     if rate is None:
         return "–"
@@ -58,7 +72,11 @@ def _pass(rate) -> str:
 
 def render_markdown(summary: RunSummary, regressions: list[Regression] | None = None,
                     compare_warnings: list[str] | None = None) -> str:
-    lines = [f"# voice-agent-bench · run `{_esc(summary.run_id)}`", ""]
+    kind = "" if summary.run_kind == "golden" else f" ({_esc(summary.run_kind)} run)"
+    lines = [f"# voice-agent-bench · run `{_esc(summary.run_id)}`{kind}", ""]
+    if summary.run_kind != "golden":
+        lines += [f"> **{_esc(summary.run_kind).upper()} run**: not a golden run; its figures are not the golden pass "
+                  "rates that `latest`, the gate and the dashboards report.", ""]
     criteria = summary.criteria + ("" if summary.criteria_recorded else " (not recorded; assumed)")
     lines.append(
         f"Dataset `{_esc(summary.golden_path)}` (sha256 {summary.golden_sha256[:12]}) · trials "
@@ -77,30 +95,36 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
             "loopback emulators; their numbers describe the emulator's configured profile, not the vendor."
         )
         lines.append("")
+    for group in summary.shared_brains:
+        lines.append(
+            f"> **Shared emulator brain ({_esc(group.label)})**: {', '.join(_esc(s) for s in group.systems)} are "
+            f"driven by the same emulator brain (`{_esc(group.brain)}`): they answer alike whatever vendor protocol "
+            "their emulators speak, so they are not ranked against each other and get no verdict against each other."
+        )
+        lines.append("")
     order = [summary.criteria, *(c.name for c in summary.criteria_sets if c.name != summary.criteria)]
-    lines.append(
-        "| System | Role | Mode | " + " | ".join(f"Pass {name} [95% CI]" for name in order) + " | Intent | "
-        "Tool calls | TTFT p50 ms | TTFT p95 ms | Compliance | Faithfulness | Refusal | Over-refusal | $ / 1k turns | "
-        "Vendor $ / 1k | Fluency |"
-    )
-    lines.append("|" + "---|" * (15 + len(order)))
+    header = ["System", "Role", "Mode", *(f"Pass {name} [95% CI]" for name in order), "Intent", "Tool calls",
+              "TTFT p50 ms", "TTFT p95 ms", "Compliance", "Faithfulness", "Refusal", "Over-refusal", "$ / 1k turns",
+              "Vendor $ / 1k", "Fluency"]
+    rows = []
     for s in summary.systems:
         role = {"reference": "reference", "baseline": "**BASELINE**"}.get(s.role, "candidate")
         mode = "**EMULATED**" if s.emulated else s.mode
+        if s.shared_brain:
+            mode += f" · {_esc(s.shared_brain)}"
         fluency = "not rated" if s.fluency.status != "rated" else f"{s.fluency.mean:.2f}"
         tools = "n/a"
         if s.intent is not None and s.intent.tool_call_compliance is not None:
             tools = _pct(s.intent.tool_call_compliance.rate)
-        lines.append(
-            f"| {_esc(s.id)} | {role} | {mode} | "
-            + " | ".join(_pass(s.pass_rates.get(name)) for name in order) + " | "
-            f"{_pct(s.intent_accuracy.rate)} | {tools} | {_ms(s.ttft_ms.p50)} | {_ms(s.ttft_ms.p95)} | "
-            f"{_pct(s.compliance.overall.rate)} | "
-            f"{'–' if s.faithfulness.mean is None else f'{s.faithfulness.mean:.2f}'} | "
-            f"{_pct(s.safety.refusal_on_must_refuse.rate)} | {_pct(s.safety.over_refusal_on_benign.rate)} | "
-            f"{_usd(s.cost.per_1000_turns_usd)} | {_usd(s.cost.vendor_reported_per_1000_turns_usd)} | "
-            f"{fluency} |"
-        )
+        rows.append([
+            _esc(s.id), role, mode, *(_pass(s.pass_rates.get(name)) for name in order),
+            _pct(s.intent_accuracy.rate), tools, _ms(s.ttft_ms.p50), _ms(s.ttft_ms.p95),
+            _pct(s.compliance.overall.rate),
+            "–" if s.faithfulness.mean is None else f"{s.faithfulness.mean:.2f}",
+            _pct(s.safety.refusal_on_must_refuse.rate), _pct(s.safety.over_refusal_on_benign.rate),
+            _usd(s.cost.per_1000_turns_usd), _usd(s.cost.vendor_reported_per_1000_turns_usd), fluency,
+        ])
+    lines.extend(_table(header, rows))
     lines.append("")
     if summary.baseline_verdicts:
         lines.append(
@@ -108,15 +132,13 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
             f"`{_esc(summary.baseline_system)}`?"
         )
         lines.append("")
-        lines.append("| Metric | Reference | Baseline | Verdict | Test | p |")
-        lines.append("|---|---|---|---|---|---|")
+        verdict_rows = []
         for v in summary.baseline_verdicts:
             fmt = _VERDICT_FORMATS.get(v.metric, _pct)
-            p = "–" if v.p_value is None else ("< 0.001" if v.p_value < 0.001 else f"{v.p_value:.3f}")
-            lines.append(
-                f"| {v.label} | {fmt(v.reference_value)} | {fmt(v.baseline_value)} | **{v.verdict}** | "
-                f"{v.test} (n={v.n_pairs}) | {p} |"
-            )
+            p = "–" if v.p_value is None else _p(v.p_value)
+            verdict_rows.append([_esc(v.label), fmt(v.reference_value), fmt(v.baseline_value), f"**{v.verdict}**",
+                                 f"{_esc(v.test)} (n={v.n_pairs})", p])
+        lines.extend(_table(["Metric", "Reference", "Baseline", "Verdict", "Test", "p"], verdict_rows))
         lines.append("")
     if regressions is not None:
         lines.append("## Regressions")
@@ -127,9 +149,11 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
         if not regressions:
             lines.append("No metric got worse.")
         for r in regressions:
-            mark = {True: "significant", False: "not significant", None: "no test"}[r.significant]
+            # no test: say why (not comparable across input modes or latency bases, or price arithmetic)
+            mark = {True: "significant", False: "not significant"}.get(r.significant, _esc(r.test))  # type: ignore[arg-type]
             tag = " (EMULATED)" if r.emulated else ""
-            lines.append(f"- **{_esc(r.system)}**{tag} {r.describe()} — {mark}")
+            p = "" if r.p_adjusted is None else f" (Holm-adjusted p {_p(r.p_adjusted)}; {_esc(r.test)})"
+            lines.append(f"- **{_esc(r.system)}**{tag} {_esc(r.describe())} — {mark}{p}")
         lines.append("")
     for row in summary.fluency_calibration:  # the naturalness judge against the human fluency ratings
         figure = (f"Spearman ρ {row['rho']:.2f} (n={row['n']}" + (f", p={row['p_value']:.3f}" if row["p_value"]

@@ -7,18 +7,29 @@ one ``Reply`` with the same id, so several conversations can register at once wi
 
 The answerer is rebuilt in the child from an ``AnswererRecipe``: an importable ``module:attribute`` called with
 keyword arguments. The arguments travel pickled (they may be pydantic objects: a brain profile, a scenario); the
-pickle only ever goes from the engine to the child it started itself.
+pickle only ever goes from the engine to the child it started itself. ``AnswererRecipe.brain_id`` names the brain a
+recipe builds: emulators started from equal recipes answer alike whatever vendor protocol they speak, so the run
+records it per system and the report never ranks such rows against each other.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import importlib
+import json
 import pickle
 import sys
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+
+def _canonical(value: Any) -> Any:
+    """A JSON-able stand-in for an answerer argument (a pydantic model by its fields, anything else by its repr)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return repr(value)
 
 
 class AnswererRecipe(BaseModel):
@@ -36,6 +47,15 @@ class AnswererRecipe(BaseModel):
            ) -> AnswererRecipe:
         encoded = base64.b64encode(pickle.dumps(dict(kwargs or {}))).decode("ascii") if kwargs else ""
         return cls(target=target, kwargs_pickle=encoded, search_dirs=[str(d) for d in search_dirs or []])
+
+    def brain_id(self) -> str:
+        """The brain this recipe builds: its target, and a digest of its arguments when it has any (a brain profile
+        that differs is another brain)."""
+        kwargs = self.kwargs()
+        if not kwargs:
+            return self.target
+        canonical = json.dumps(kwargs, sort_keys=True, default=_canonical)
+        return f"{self.target}#{hashlib.sha256(canonical.encode('utf-8')).hexdigest()[:10]}"
 
     def kwargs(self) -> dict[str, Any]:
         if not self.kwargs_pickle:
