@@ -3,8 +3,9 @@
 A conversation is an independent unit of work (``GoldenUnit`` in, ``ConversationRecord`` out), so a distributed
 executor can run the same unit elsewhere. Systems are interleaved — every system's conversations are in flight at
 once, each system held to its own concurrency — instead of one system after another. Retries are per
-conversation: a retryable failure restarts the conversation on a new connection (attempt + 1), backing off
-exponentially or as long as the vendor's Retry-After asks. Finished conversations go to the store writer thread;
+conversation (``bench.engine.retry``, the same policy as a simulation trial's): a retryable failure restarts the
+conversation on a new connection (attempt + 1), backing off exponentially or as long as the vendor's Retry-After
+asks. Finished conversations go to the store writer thread;
 every conversation is recorded exactly once, succeeded or failed with its normalized code and reason.
 """
 
@@ -20,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tqdm import tqdm
 
 from bench import __version__
@@ -34,6 +34,7 @@ from bench.engine.executors import Executor, LocalExecutor
 from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
 from bench.engine.registry import create_adapter, native_knowledge_adapters
+from bench.engine.retry import with_retries
 from bench.engine.warmup import warm_up
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode, SystemUnderTest
@@ -275,27 +276,6 @@ class _Attempt:
             await self.launched.release(spec)
 
 
-def _retry_delay(system: SystemConfig, exc: BaseException | None, failed_attempts: int) -> float:
-    """How long to wait after the ``failed_attempts``-th failure: the vendor's Retry-After, else exponential."""
-    if isinstance(exc, AdapterError) and exc.retry_after_s is not None:
-        return min(exc.retry_after_s, 60.0)
-    delay = system.retry.initial_backoff_s * (2 ** (failed_attempts - 1))
-    return min(delay, system.retry.max_backoff_s)
-
-
-def _backoff(system: SystemConfig, before: int = 0):
-    """tenacity's wait for attempts after the first ``before`` ones (which ran outside tenacity)."""
-    def wait(state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        return _retry_delay(system, exc, state.attempt_number + before)
-
-    return wait
-
-
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, AdapterError) and exc.retryable
-
-
 async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
                                   ctx: RunContext) -> tuple[ConversationRecord, list[PendingArtifact]]:
     """Run one golden conversation with retries; always returns a record (succeeded or failed)."""
@@ -323,19 +303,7 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
         return await last.run()
 
     try:
-        # the first attempt runs without tenacity's machinery (most conversations need no retry); a retryable
-        # failure waits its backoff and hands the remaining attempts to tenacity
-        try:
-            exchange, late = await attempt()
-        except AdapterError as exc:
-            if not (exc.retryable and system.retry.max_attempts > 1):
-                raise
-            await asyncio.sleep(_retry_delay(system, exc, 1))
-            async for retrying in AsyncRetrying(retry=retry_if_exception(_retryable),
-                                                stop=stop_after_attempt(system.retry.max_attempts - 1),
-                                                wait=_backoff(system, before=1), reraise=True):
-                with retrying:
-                    exchange, late = await attempt()
+        exchange, late = await with_retries(system.retry, attempt)
     except AdapterError as exc:
         kind = "retryable" if exc.retryable else "not retryable"
         failure = (str(exc.code), f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bench.config import RetryPolicy, SystemConfig
+from bench.config import SystemConfig
 from bench.engine.registry import REGISTRY, create_adapter, plugin_of, register
 from bench.engine.scheduler import check_capabilities
 from bench.errors import BenchError, ConfigError, Problem, ValidationFailed
@@ -155,7 +155,7 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
     else:
         raise ConfigError(f"endpoint {spec.system_id!r}: adapter: unknown adapter {adapter!r}; known: "
                           f"{', '.join(sorted([*REGISTRY, FAKE_ADAPTER]))} or a dotted path")
-    options = dict(spec.settings)
+    options = dict(spec.options)
     if mode == "emulated" and spec.emulator:
         options["emulator"] = dict(spec.emulator)
     if spec.answerer:
@@ -163,9 +163,9 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
     try:
         config = SystemConfig(id=spec.system_id, adapter=adapter, mode=mode, role=spec.role,
                               concurrency=spec.concurrency, timeout_s=spec.timeout_s,
-                              retry=RetryPolicy(max_attempts=spec.max_attempts), options=options)
+                              retry=spec.retry, options=options)
     except ValidationError as exc:  # its own text quotes the value (a refused literal credential's tail)
-        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors())
+        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"endpoint {spec.system_id!r}: {fields}") from None
     except ValueError as exc:
         raise ConfigError(f"endpoint {spec.system_id!r}: {redact(str(exc))}") from None
@@ -367,7 +367,7 @@ def load_suite(run_path: Path, *, no_audio: bool = False, check_adapters: bool =
             with search_path(directories):
                 adapter = create_adapter(setup.config)
         except BenchError as exc:
-            problems.append(Problem(str(run_path), entry, "endpoint.settings", str(exc)))
+            problems.append(Problem(str(run_path), entry, "endpoint.options", str(exc)))
             continue
         except Exception as exc:  # a custom factory that fails
             problems.append(Problem(str(run_path), entry, "endpoint.adapter", f"{type(exc).__name__}: {exc}"))

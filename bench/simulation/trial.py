@@ -40,6 +40,7 @@ from bench.engine.conversation import event_rows
 from bench.engine.executors.base import Launcher
 from bench.engine.launch import LaunchedSystem, answerer_recipe, launch
 from bench.engine.registry import REGISTRY, create_adapter
+from bench.engine.retry import with_retries
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact, redact_value, register_secret
 from bench.records import TurnRecord
@@ -258,37 +259,31 @@ class TrialRunner:
         system = launched.for_data(unit.cell.data_name)
         driver = TrialDriver(system, self.plan(unit))
         attempts = 0
-        max_attempts = system.config.retry.max_attempts
         assert unit.bundle_dir is not None
         outcome = TrialOutcome(unit=unit, status="failed", attempts=0, started_at=now_iso(), finished_at="",
                                bundle_dir=unit.bundle_dir, cost_estimate_usd=unit.estimate)
         log.info("trial start: system=%s cell=%s trial=%d", unit.system_id, unit.cell.id, unit.trial + 1)
-        while True:
-            try:
-                attempt = await driver.run(attempts)
-                attempts += 1
-                outcome.status, outcome.attempt, outcome.exit_reason = "succeeded", attempt, attempt.exit_reason
-                break
-            except AdapterError as exc:
-                attempts += 1
-                if exc.retryable and attempts < max_attempts:
-                    delay = exc.retry_after_s if exc.retry_after_s is not None else 0.2 * 2 ** (attempts - 1)
-                    log.info("trial retry (%s): %s", exc.code, exc)
-                    await asyncio.sleep(min(delay, 10.0))
-                    continue
-                kind = "retryable" if exc.retryable else "not retryable"
-                outcome.failure_code, outcome.failure_reason = str(exc.code), redact(
-                    f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
-                break
-            except PersonaFailure as exc:
-                attempts += 1
-                outcome.failure_code, outcome.failure_reason = "persona", f"the persona model failed: {exc}"
-                break
-            except Exception as exc:  # a bug in an adapter must not lose the conversation or the run
-                attempts += 1
-                outcome.failure_code = str(ErrorCode.INTERNAL)
-                outcome.failure_reason = redact(f"unexpected {type(exc).__name__}: {exc}")
-                break
+
+        async def attempt() -> AttemptResult:
+            nonlocal attempts
+            attempts += 1
+            return await driver.run(attempts - 1)
+
+        def retrying(exc: AdapterError, delay: float) -> None:
+            log.info("trial retry (%s) in %.1f s: %s", exc.code, delay, exc)
+
+        try:
+            result = await with_retries(system.config.retry, attempt, on_retry=retrying)
+            outcome.status, outcome.attempt, outcome.exit_reason = "succeeded", result, result.exit_reason
+        except AdapterError as exc:
+            kind = "retryable" if exc.retryable else "not retryable"
+            outcome.failure_code, outcome.failure_reason = str(exc.code), redact(
+                f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
+        except PersonaFailure as exc:
+            outcome.failure_code, outcome.failure_reason = "persona", f"the persona model failed: {exc}"
+        except Exception as exc:  # a bug in an adapter must not lose the conversation or the run
+            outcome.failure_code = str(ErrorCode.INTERNAL)
+            outcome.failure_reason = redact(f"unexpected {type(exc).__name__}: {exc}")
         outcome.attempts = attempts
         if outcome.attempt is not None:
             await self._score(outcome)

@@ -82,7 +82,7 @@ def _matrix(planning: Path) -> None:
 
     def change(data: dict) -> None:
         fake = data.pop("endpoint")
-        fake.update(id="fake", settings={"url": "${SIM_CANARY_URL}"})
+        fake.update(id="fake", options={"url": "${SIM_CANARY_URL}"})
         realtime = {"id": "openai-realtime", "adapter": "openai_realtime", "input_mode": "text", "concurrency": 1,
                     **agent, "emulator": {"latency": {"first_token_median_ms": 20, "first_token_sigma": 0,
                                                       "audio_pacing": 0}}}
