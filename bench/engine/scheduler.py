@@ -29,7 +29,8 @@ from bench.audio.recorder import DuplexRecorder
 from bench.config import RunConfig, SystemConfig
 from bench.dataset import GoldenEntry, GoldenSet
 from bench.engine.clock import EventTap, Stamped, now
-from bench.engine.conversation import BargeIn, Exchange, audio_exchange, event_rows, fold, hang_up, text_exchange
+from bench.engine.conversation import BargeIn, Exchange, event_rows, fold
+from bench.engine.driver import ConversationDriver
 from bench.engine.executors import Executor, LocalExecutor
 from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
@@ -181,7 +182,8 @@ BARGE_IN_LINES = {"en": "Sorry, wait a moment.", "nl": "Sorry, wacht even.", "de
                   "fr": "Pardon, un instant.", "es": "Perdón, un momento."}
 
 
-def _stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:
+def stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:
+    """A conversation's stamped events as the store keeps them (golden entries and simulation trials alike)."""
     return [StoredEvent(**row) for row in event_rows(stamps, origin)]
 
 
@@ -248,23 +250,23 @@ class _Attempt:
             async with asyncio.timeout(None) as timeout:
                 deadline = StallDeadline(timeout, system.timeout_s, CEILING_TIMEOUTS * system.timeout_s)
                 session = await self.launched.adapter.open_session(spec)
-                tap = deadline.tap = EventTap(session.events()).start()
-                self.stamps = tap.stamped
+                audio = self.ctx.input_mode == "audio"
+                driver = ConversationDriver.open(session, recorder=DuplexRecorder(origin=now()) if audio else None)
+                deadline.tap = driver.tap
+                self.stamps = driver.tap.stamped
+                self.recorder = driver.recorder
                 try:
-                    if self.ctx.input_mode == "audio":
-                        self.recorder = DuplexRecorder(origin=now())
+                    if audio:
                         emulator, token = self.launched.emulator, self.launched.token_of(spec)
                         if emulator is not None and token is not None:  # the emulator's test-double recognizer
                             await emulator.expect_utterance(token, entry.phone_question)
                         barge_in = None if self.ctx.barge_in_at_ms is None else BargeIn(
                             self.ctx.barge_in_at_ms, self.ctx.barge_speech[entry.language])
-                        exchange = await audio_exchange(session, tap, self.ctx.speech[entry.id], self.recorder,
-                                                        line_open=session.capabilities.server_vad,
-                                                        barge_in=barge_in)
+                        exchange = await driver.audio(self.ctx.speech[entry.id], barge_in=barge_in)
                     else:
-                        exchange = await text_exchange(session, tap, entry.phone_question)
+                        exchange = await driver.text(entry.phone_question)
                 finally:
-                    late = await hang_up(session, tap)
+                    late = await driver.hang_up()
             return exchange, late
         except TimeoutError:
             reason = deadline.reason if deadline is not None and deadline.reason else \
@@ -334,7 +336,7 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
             run_id=ctx.run_id, system_id=system.id, conversation_id=unit.conversation_id, trial=unit.trial,
             status=turn.status, attempts=turn.attempts, failure_code=turn.failure_code,
             failure_reason=turn.failure_reason, started_at=started, finished_at=_iso(finished_at), turns=[turn],
-            events=_stored_events(last.stamps if last else [], last.origin if last else 0.0),
+            events=stored_events(last.stamps if last else [], last.origin if last else 0.0),
         )
         return conversation, artifacts
 

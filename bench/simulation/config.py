@@ -28,6 +28,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from bench.config import RetryPolicy
 from bench.errors import Problem, ValidationFailed
 from bench.protocol.redact import is_secret_name, register_secret
+from bench.protocol.tools import ToolSpec
 from bench.simulation.speech import ElevenLabsSettings
 
 ExitReason = Literal[
@@ -142,6 +143,12 @@ class Scenario(_Model):
     instructions: str | None = None
     #: knowledge passages given to the agent with the session
     knowledge: list[str] = Field(default_factory=list)
+    #: client tools the agent may call (name, description, JSON schema of the arguments), answered by the engine
+    #: from ``tool_backend``: a dotted path to a factory called with ``tool_backend_options`` that returns a
+    #: ``bench.engine.tools.ToolBackend`` or a mapping of tool name → function of the arguments
+    tools: list[ToolSpec] = Field(default_factory=list)
+    tool_backend: str | None = None
+    tool_backend_options: dict[str, Any] = Field(default_factory=dict)
     # seed 004's goal form
     session_parameters: dict[str, Any] = Field(default_factory=dict)
     steps: list[GoalStep] = Field(default_factory=list)

@@ -1,8 +1,10 @@
 """One trial: the simulated caller and the system under test on ONE session, turn after turn.
 
 The engine launches the system; this driver opens one session (``LaunchedSystem.session_spec`` +
-``open_session``) and runs every exchange on it with the engine's drivers: ``text_exchange``, or
-``audio_exchange`` — the full-duplex pump streams the caller's speech (mixed with the environment on the evaluator
+``open_session``) and runs every step on it with the engine's conversation driver (``ConversationDriver``, the
+one golden entries use): the greeting, each caller line as a text or audio exchange, a barge-in (``BargeIn``),
+the agent's client tool calls (answered from the scenario's ``tool_backend`` by the engine's ``ToolRouter``) and
+the hang-up. For audio, the full-duplex pump streams the caller's speech (mixed with the environment on the evaluator
 side) paced in real time and, for endpoints with server VAD, keeps the line open while the events are read — with
 the room still audible (the mixer's continuing base noise and background voices: ``EnvironmentMixer.line_after``),
 digital silence without an environment. ``pace_audio: false`` sends the frames of a commit-driven endpoint without
@@ -11,8 +13,9 @@ pacing (deterministic CI; the timing figures are then marked unpaced). Emulators
 
 After each reply the persona picks the next line; the conversation ends when the agent closes it (a completion
 intent or tool, or it hangs up: ``endpoint_completion``), the persona is done (its reason), the turn limit or the
-time limit is reached. A scripted barge-in speaks the next line ``interrupt_at_ms`` into the agent's reply,
-calling ``interrupt()`` as a softphone with local VAD does, and records when — and whether — the agent stopped.
+time limit is reached. A scripted barge-in says the next line ``interrupt_at_ms`` into the agent's reply (the
+engine's barge-in: ``interrupt(played_ms)`` as a softphone with local VAD does) and records when — and whether, from
+the agent's own output — the agent stopped.
 
 Everything is stamped on the engine clock and both audio tracks are recorded on one timeline; the VAD-based
 figures are computed afterwards, off the event loop (``evidence``).
@@ -35,15 +38,14 @@ from bench.engine.conversation import (
     BargeIn,
     BargeInResult,
     Exchange,
-    audio_exchange,
     fold,
-    hang_up,
     raise_fatal,
     read_response,
-    text_exchange,
 )
+from bench.engine.driver import ConversationDriver
 from bench.engine.launch import LaunchedSystem
 from bench.engine.pump import last_voiced_sample
+from bench.engine.tools import ToolBackend, ToolOutcome
 from bench.protocol import (
     AdapterError,
     AudioDelta,
@@ -137,6 +139,8 @@ class TrialPlan:
     turn_timeout_s: float = 120.0
     #: record both tracks (off for ``--no-audio`` runs)
     record_audio: bool = True
+    #: answers the agent's client tool calls (the scenario's ``tool_backend``; None: every call gets an error)
+    tool_backend: ToolBackend | None = None
 
 
 @dataclass
@@ -181,6 +185,8 @@ class AttemptResult:
     log: VoiceEventLog
     notes: list[str] = field(default_factory=list)
     non_fatal_errors: list[str] = field(default_factory=list)
+    #: the agent's client tool calls the engine answered from the scenario's tool backend
+    tool_outcomes: list[ToolOutcome] = field(default_factory=list)
 
 
 class PersonaFailure(Exception):
@@ -193,6 +199,7 @@ class TrialDriver:
     def __init__(self, launched: LaunchedSystem, plan: TrialPlan):
         self.launched = launched
         self.plan = plan
+        self._driver: ConversationDriver
 
     async def spec_for(self, attempt: int, log: VoiceEventLog) -> SessionSpec:
         plan = self.plan
@@ -206,7 +213,7 @@ class TrialDriver:
             run_id=plan.run_id, conversation_id=plan.session_conversation_id, attempt=attempt,
             language=plan.scenario.language, input_mode="audio" if plan.input_mode == "audio" else "text",
             context=knowledge, instructions=plan.scenario.instructions, idle_timeout_s=plan.idle_timeout_s,
-            metadata=metadata)
+            tools=list(plan.scenario.tools), metadata=metadata)
 
     async def run(self, attempt: int) -> AttemptResult:
         plan = self.plan
@@ -233,14 +240,15 @@ class TrialDriver:
         except BaseException:
             await self.launched.release(spec)
             raise
-        tap = EventTap(session.events()).start()
+        driver = self._driver = ConversationDriver.open(session, recorder=recorder, tools=plan.tool_backend)
+        tap = driver.tap
         paced = plan.pace_audio or session.capabilities.server_vad
         if not plan.pace_audio and session.capabilities.server_vad:
             notes.append("pace_audio: false ignored: the endpoint detects the end of speech itself (server VAD), "
                          "which needs real-time audio")
         try:
             agent_said = ""
-            greeting = await self._greeting(tap, recorder)
+            greeting = await self._greeting(recorder)
             if greeting is not None:
                 turns.append(greeting)
                 agent_said = greeting.agent_text
@@ -297,7 +305,7 @@ class TrialDriver:
             if exit_reason == caller.done_reason and wait > 0:
                 await self._linger(tap, wait)
         finally:
-            await hang_up(session, tap)  # session-scoped events it still sends land in tap.stamped
+            await driver.hang_up()  # session-scoped events it still sends land in tap.stamped
             await self.launched.release(spec)
             closer = getattr(caller, "aclose", None)
             if callable(closer):  # a realtime persona's own model session
@@ -312,7 +320,7 @@ class TrialDriver:
             raise_fatal(item.event)
         return AttemptResult(spec=spec, turns=turns, exit_reason=exit_reason, stamps=list(tap.stamped),
                              origin=origin, origin_utc=origin_utc, finished=now(), recorder=recorder, log=log,
-                             notes=notes, non_fatal_errors=errors)
+                             notes=notes, non_fatal_errors=errors, tool_outcomes=list(driver.tool_outcomes))
 
     # -- helpers ------------------------------------------------------------------------------------------------
     def _budget(self, deadline: float | None) -> float:
@@ -348,20 +356,11 @@ class TrialDriver:
                 while await tap.next() is not None:
                     pass
 
-    async def _greeting(self, tap: EventTap, recorder: ConversationRecorder | None) -> TurnResult | None:
-        wait = self.plan.scenario.conversation.greeting_wait_seconds
-        if wait <= 0:
-            return None
-        exchange = Exchange(input_mode="text", started=now())
-        exchange.zero = exchange.started
+    async def _greeting(self, recorder: ConversationRecorder | None) -> TurnResult | None:
         started_utc = datetime.now(UTC).isoformat(timespec="milliseconds")
-        try:
-            async with asyncio.timeout(wait):
-                await read_response(tap, exchange)
-        except TimeoutError:
-            if not exchange.stamps:
-                return None
-        _record_agent_audio(recorder, exchange.stamps)
+        exchange = await self._driver.greeting(self.plan.scenario.conversation.greeting_wait_seconds)
+        if exchange is None:
+            return None
         return TurnResult(index=0, turn_id="turn-000", line=None, exchange=exchange, folded=fold(exchange),
                           started_utc=started_utc, shift=recorder.shift if recorder else 0.0)
 
@@ -396,8 +395,7 @@ class TrialDriver:
         if self.plan.input_mode == "text":
             log.add(now(), source="evaluator", direction="outbound", event_type="user.text.sent", speaker="user",
                     turn_id=turn_id, attributes={"text": line.text})
-            exchange = await text_exchange(session, tap, line.text)
-            _record_agent_audio(recorder, exchange.stamps)
+            exchange = await self._driver.text(line.text)
             return TurnResult(index=index, turn_id=turn_id, line=line, exchange=exchange, folded=fold(exchange),
                               started_utc=started_utc, shift=recorder.shift if recorder else 0.0)
         assert recorder is not None
@@ -408,8 +406,7 @@ class TrialDriver:
         if tell:
             await self._tell_endpoint(session, spec, line.text)
         if paced:
-            exchange = await audio_exchange(session, tap, mixed, recorder,
-                                            line_open=session.capabilities.server_vad, line=mixer.line_after(mix))
+            exchange = await self._driver.audio(mixed, line=mixer.line_after(mix))
         else:
             exchange = await _unpaced_exchange(session, tap, mixed, recorder)  # type: ignore[arg-type]
         speech_start, speech_end = _speech_bounds(exchange, clean, mixed)
@@ -446,13 +443,10 @@ class TrialDriver:
             clean_b, mixed_b, mix_b = await self._speech(barge, mixer, index + 1, strip_lead_in=True)
             await self._tell_endpoint(session, spec, line.text)
             await self._tell_endpoint(session, spec, barge.text)
-            first = await audio_exchange(session, tap, mixed_a, recorder, line_open=session.capabilities.server_vad,
-                                         line=mixer.line_after(mix_a),
-                                         barge_in=BargeIn(offset, speech=mixed_b, read_reply=True))
+            first = await self._driver.audio(mixed_a, line=mixer.line_after(mix_a),
+                                             barge_in=BargeIn(offset, speech=mixed_b, read_reply=True))
         else:
-            first = await text_exchange(session, tap, line.text,
-                                        barge_in=BargeIn(offset, text=barge.text, read_reply=True))
-            _record_agent_audio(recorder, first.stamps)
+            first = await self._driver.text(line.text, barge_in=BargeIn(offset, text=barge.text, read_reply=True))
         result = first.barge_in
         assert result is not None
         start_a = None
@@ -567,14 +561,6 @@ def _speech_bounds(exchange: Exchange, clean: bytes, mixed: bytes) -> tuple[floa
     return speech_start, end
 
 
-def _record_agent_audio(recorder: DuplexRecorder | None, stamps: list[Stamped]) -> None:
-    if recorder is None:
-        return
-    for item in stamps:
-        if isinstance(item.event, AudioDelta):
-            recorder.agent(item.t, item.event.pcm16, item.event.sample_rate)
-
-
 async def _unpaced_exchange(session: Any, tap: EventTap, speech: bytes,
                             recorder: ConversationRecorder) -> Exchange:
     """``pace_audio: false`` for a commit-driven endpoint: every frame at once, then ``end_input``. The utterance is
@@ -605,5 +591,7 @@ async def _unpaced_exchange(session: Any, tap: EventTap, speech: bytes,
             with contextlib.suppress(BaseException):
                 await reader
     exchange.zero = exchange.speech_end
-    _record_agent_audio(recorder, exchange.stamps)
+    for item in exchange.stamps:
+        if isinstance(item.event, AudioDelta):
+            recorder.agent(item.t, item.event.pcm16, item.event.sample_rate, item.event.response_id)
     return exchange

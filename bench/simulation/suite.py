@@ -275,6 +275,8 @@ def requirements(cell: Cell, input_mode: str) -> list[str]:
     required.append("audio_input" if input_mode == "audio" else "text_input")
     if cell.barge_in:
         required.append("interruption")
+    if cell.scenario.tools:
+        required.append("client_tools")
     return list(dict.fromkeys(required))
 
 
@@ -317,6 +319,13 @@ def _check_personas(run_path: Path, run: RunFile, cells: list[Cell], problems: l
 def _check_probes(cells: list[Cell], directories: list[Path], problems: list[Problem]) -> None:
     seen: set[str] = set()
     for cell in cells:
+        backend = cell.scenario.tool_backend
+        if backend is not None and backend not in seen:
+            seen.add(backend)
+            try:
+                load_custom(backend, directories, "tool_backend")
+            except ConfigError as exc:
+                problems.append(Problem(str(cell.scenario_file), cell.scenario.id, "tool_backend", str(exc)))
         probe = cell.scenario.eval_spec.outcome_probe
         if probe is None or probe.target in seen:
             continue
