@@ -261,15 +261,17 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
     async def barge_speak() -> None:
         assert barge is not None and barge_in is not None
         utterance = pump.say(barge_in.speech)
-        await utterance.sent.wait()
+        # the caller's client reacts when its user starts speaking (local VAD), not when the line is said
+        await utterance.started.wait()
         start = utterance.speech_start if utterance.speech_start is not None else utterance.speech_end
         barge.started = start
-        barge.speech_end = utterance.speech_end
         if start is not None:
             barge.response_id = playing.get("response_id")
             barge.played_ms = round(recorder.played_ms(start, barge.response_id), 3)
             recorder.cut(start)  # the caller's client stops playing the agent when its user speaks
             await _interrupt(session, barge)
+        await utterance.sent.wait()
+        barge.speech_end = utterance.speech_end
         barge_done.set()
 
     def on_audio(item: Stamped) -> None:

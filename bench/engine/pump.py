@@ -59,6 +59,8 @@ class Utterance:
     last_voiced: int | None
     speech_start: float | None = None
     speech_end: float | None = None
+    #: set when the frame holding its first voiced sample went out (or, without speech, when all of it did)
+    started: asyncio.Event = field(default_factory=asyncio.Event)
     sent: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -97,6 +99,7 @@ class AudioPump:
                               last_voiced_sample(speech))
         self._queue.extend((utterance, index) for index in range(len(utterance.frames)))
         if not utterance.frames:
+            utterance.started.set()
             utterance.sent.set()
         return utterance
 
@@ -107,12 +110,14 @@ class AudioPump:
         first, last = utterance.first_voiced, utterance.last_voiced
         if first is not None and first // per_frame == index:
             utterance.speech_start = frame_start + (first - index * per_frame) / self.sample_rate
+            utterance.started.set()
         if last is not None and last // per_frame == index:
             after = per_frame - (last - index * per_frame) - 1
             utterance.speech_end = sent - after / self.sample_rate
         if index == len(utterance.frames) - 1:
             if utterance.speech_end is None:
                 utterance.speech_end = sent
+            utterance.started.set()
             utterance.sent.set()
 
     async def run(self, speech: bytes, *, line_open: bool) -> PumpResult:
