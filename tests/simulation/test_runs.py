@@ -64,12 +64,15 @@ def _priced(planning: Path) -> None:
 def test_cost_cap_stops_starting_conversations(planning, tmp_path, capsys):
     _priced(planning)
     assert _run(planning, tmp_path / "estimate", "--trials", "3", "--no-audio", "--estimate") == 0
+    assert "EMULATED: not billed" in capsys.readouterr().out  # the rule of voice-bench run: $0 unless asked
+    assert _run(planning, tmp_path / "estimate", "--trials", "3", "--no-audio", "--estimate",
+                "--price-emulated") == 0
     line = capsys.readouterr().out.splitlines()[0]
     estimate = float(line.split("$")[1].split()[0]) / 3  # one conversation
     assert estimate > 0
     cap = 1.5 * estimate
     assert _run(planning, tmp_path / "out", "--trials", "3", "--parallel", "3", "--no-audio",
-                "--max-cost-usd", f"{cap:.6f}") == 4
+                "--max-cost-usd", f"{cap:.6f}", "--price-emulated") == 4
     report = load_json(tmp_path / "out" / "run-report.json")
     cost = report["cost"]
     assert len(cost["not_started"]) == 2 and report["trial_count"] == 1
