@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.audio.pcm import CANONICAL_RATE, is_silent
-from bench.audio.vad import first_speech_ms
+from bench.audio.vad import caller_heard_ms, speech_onset_ms
 from bench.protocol import StreamResampler
 
 
@@ -132,13 +132,15 @@ class DuplexRecorder:
         if not len(agent):
             return None
         after_ms = (after - self.origin) * 1000.0
-        onset = first_speech_ms(agent.tobytes(), self.sample_rate, after_ms=after_ms)
+        onset = speech_onset_ms(agent, self.sample_rate, after_ms=after_ms)
         return None if onset is None else self.origin + onset / 1000.0
 
     def caller_heard_ms(self, speech_end: float) -> float | None:
         """From the end of the caller's speech to the start of the agent's speech as heard (VAD), in ms."""
-        start = self.agent_speech_start(speech_end)
-        return None if start is None else round((start - speech_end) * 1000.0, 3)
+        _, agent = self.tracks()
+        if not len(agent):
+            return None
+        return caller_heard_ms(agent, self.sample_rate, (speech_end - self.origin) * 1000.0)
 
     def wav(self) -> bytes:
         """A stereo WAV: left = caller, right = agent."""

@@ -1,6 +1,9 @@
 """Speech synthesis of the caller's words with espeak-ng, cached by content hash so a rerun synthesizes nothing.
 
-The cache key is the SHA-256 of (engine, voice, rate, text); the cache holds 24 kHz mono pcm_s16le files. espeak-ng's
+``espeak_pcm`` is the one espeak-ng runner of the harness: golden runs (``SpeechSynthesizer``), simulations
+(``bench.simulation.speech.EspeakSpeech``, with the persona's rate, pitch and loudness) and review clips use it.
+The cache key is the SHA-256 of (engine, voice, rate, pitch, loudness, text); the cache holds 24 kHz mono pcm_s16le
+files. espeak-ng's
 own output (22,050 Hz) is resampled with the one resampler. Voices per golden language: en, nl, fr, it.
 
 The text goes to espeak-ng on its standard input (``--stdin``), never as a command-line argument: an answer is
@@ -43,7 +46,55 @@ def speakable(text: str) -> str:
     return _UNSPEAKABLE.sub("", text)
 
 
+#: espeak-ng's own pitch and amplitude (what a voice without a persona speaks with)
+DEFAULT_PITCH = 50
+DEFAULT_AMPLITUDE = 100
+
+
+def espeak_key(text: str, voice: str, rate_wpm: int, pitch: int = DEFAULT_PITCH,
+               amplitude: int = DEFAULT_AMPLITUDE) -> str:
+    return hashlib.sha256(f"espeak-ng|{voice}|{rate_wpm}|{pitch}|{amplitude}|{text}".encode()).hexdigest()
+
+
+def espeak_pcm(text: str, voice: str, *, rate_wpm: int = 165, pitch: int = DEFAULT_PITCH,
+               amplitude: int = DEFAULT_AMPLITUDE, cache_dir: Path | None = None) -> tuple[bytes, bool]:
+    """24 kHz mono pcm_s16le of ``text`` spoken by espeak-ng voice ``voice`` (no lead-in), and whether it came
+    from the cache. ``SpeechFailed`` when it cannot be spoken; a missing espeak-ng is a configuration error."""
+    text = speakable(text)
+    path = (cache_dir or DEFAULT_CACHE) / f"{espeak_key(text, voice, rate_wpm, pitch, amplitude)}.pcm"
+    if path.exists():
+        return path.read_bytes(), True
+    if len(text) > MAX_SPEECH_CHARS:
+        raise SpeechFailed(f"the text is too long to speak ({len(text)} characters > {MAX_SPEECH_CHARS})")
+    binary = shutil.which("espeak-ng")
+    if binary is None:
+        raise ConfigError("audio input needs espeak-ng (Debian package espeak-ng); scripts/test installs it")
+    try:
+        result = subprocess.run(
+            [binary, "-v", voice, "-s", str(rate_wpm), "-p", str(pitch), "-a", str(amplitude), "--stdout",
+             "--stdin"],
+            input=text.encode("utf-8", "replace"), capture_output=True, timeout=SYNTHESIS_TIMEOUT_S, check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise SpeechFailed(f"espeak-ng did not finish speaking {len(text)} characters in "
+                           f"{SYNTHESIS_TIMEOUT_S} s") from None
+    if result.returncode != 0 or not result.stdout:
+        raise SpeechFailed(f"espeak-ng could not speak with voice {voice!r} (exit {result.returncode}): "
+                           f"{result.stderr.decode(errors='replace')[:200]}")
+    with wave.open(io.BytesIO(result.stdout)) as wav:
+        rate = wav.getframerate()
+        frames = wav.readframes(wav.getnframes())
+    pcm = resample_pcm16(frames, rate, CANONICAL_RATE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp")  # parallel writers
+    tmp.write_bytes(pcm)
+    tmp.replace(path)
+    return pcm, False
+
+
 class SpeechSynthesizer:
+    """The golden caller's voice: espeak-ng's voice for the entry's language at ``words_per_minute``."""
+
     def __init__(self, cache_dir: Path | None = None, *, words_per_minute: int = 165):
         self.cache_dir = cache_dir or DEFAULT_CACHE
         self.words_per_minute = words_per_minute
@@ -51,40 +102,14 @@ class SpeechSynthesizer:
         self.cached = 0
 
     def key(self, text: str, language: str) -> str:
-        voice = VOICES.get(language, language)
-        return hashlib.sha256(f"espeak-ng|{voice}|{self.words_per_minute}|{text}".encode()).hexdigest()
+        return espeak_key(speakable(text), VOICES.get(language, language), self.words_per_minute)
 
     def pcm(self, text: str, language: str) -> bytes:
         """24 kHz mono pcm_s16le of ``text`` spoken in ``language`` (``SpeechFailed`` if it cannot be spoken)."""
-        text = speakable(text)
-        path = self.cache_dir / f"{self.key(text, language)}.pcm"
-        if path.exists():
+        pcm, cached = espeak_pcm(text, VOICES.get(language, language), rate_wpm=self.words_per_minute,
+                                 cache_dir=self.cache_dir)
+        if cached:
             self.cached += 1
-            return path.read_bytes()
-        if len(text) > MAX_SPEECH_CHARS:
-            raise SpeechFailed(f"the text is too long to speak ({len(text)} characters > {MAX_SPEECH_CHARS})")
-        binary = shutil.which("espeak-ng")
-        if binary is None:
-            raise ConfigError("audio input needs espeak-ng (Debian package espeak-ng); scripts/test installs it")
-        try:
-            result = subprocess.run(
-                [binary, "-v", VOICES.get(language, language), "-s", str(self.words_per_minute), "--stdout",
-                 "--stdin"],
-                input=text.encode("utf-8", "replace"), capture_output=True, timeout=SYNTHESIS_TIMEOUT_S, check=False,
-            )
-        except subprocess.TimeoutExpired:
-            raise SpeechFailed(f"espeak-ng did not finish speaking {len(text)} characters in "
-                               f"{SYNTHESIS_TIMEOUT_S} s") from None
-        if result.returncode != 0 or not result.stdout:
-            raise SpeechFailed(f"espeak-ng could not speak {language!r} (exit {result.returncode}): "
-                               f"{result.stderr.decode(errors='replace')[:200]}")
-        with wave.open(io.BytesIO(result.stdout)) as wav:
-            rate = wav.getframerate()
-            frames = wav.readframes(wav.getnframes())
-        pcm = resample_pcm16(frames, rate, CANONICAL_RATE)
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.{threading.get_ident()}.tmp")  # parallel writers
-        tmp.write_bytes(pcm)
-        tmp.replace(path)
-        self.synthesized += 1
+        else:
+            self.synthesized += 1
         return pcm

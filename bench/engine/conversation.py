@@ -60,10 +60,14 @@ BARGE_IN_STOP_LIMIT_S = 2.0
 
 @dataclass(frozen=True)
 class BargeIn:
-    """A plan's barge-in: ``speech`` said ``offset_ms`` after the agent's audio started playing."""
+    """A plan's barge-in: ``speech`` said ``offset_ms`` after the agent's audio started playing (audio), or
+    ``text`` sent ``offset_ms`` after the agent's answer started arriving (text). With ``read_reply`` the exchange
+    also reads the agent's answer to the barge-in line (``BargeInResult.reply``), the line kept open meanwhile."""
 
     offset_ms: float
-    speech: bytes
+    speech: bytes = b""
+    text: str | None = None
+    read_reply: bool = False
 
 
 @dataclass
@@ -80,6 +84,10 @@ class BargeInResult:
     played_stop_ms: float | None = None
     stopped: bool | None = None
     interrupt_called: bool = False
+    #: when the barge-in line ended (its speech's end on the audio clock; text: when it was sent)
+    speech_end: float | None = None
+    #: the agent's answer to the barge-in line (``BargeIn.read_reply``)
+    reply: Exchange | None = None
 
 
 @dataclass
@@ -100,7 +108,8 @@ class Exchange:
     barge_in: BargeInResult | None = None
 
 
-def _raise_fatal(event: Any) -> None:
+def raise_fatal(event: Any) -> None:
+    """Raise a fatal ``ErrorEvent`` as the ``AdapterError`` it stands for (its message redacted)."""
     if isinstance(event, ErrorEvent) and event.fatal:
         raise AdapterError(redact(event.message), code=event.code, retryable=event.retryable,
                            retry_after_s=event.retry_after_s, vendor_code=event.vendor_code)
@@ -134,7 +143,7 @@ def _until_done(exchange: Exchange, on_audio: Observer | None = None,
         event = item.event
         if on_audio is not None and isinstance(event, AudioDelta):
             on_audio(item)
-        _raise_fatal(event)
+        raise_fatal(event)
         if isinstance(event, ErrorEvent):
             exchange.non_fatal_errors.append(f"{event.code}: {redact(event.message)}")
         if isinstance(event, UserTurnSent) and exchange.zero is None and exchange.input_mode == "text":
@@ -147,20 +156,81 @@ def _until_done(exchange: Exchange, on_audio: Observer | None = None,
     return handle
 
 
-async def _read_until_done(tap: EventTap, exchange: Exchange, on_first_response: asyncio.Event | None = None) -> None:
-    await tap.watch(_until_done(exchange))
+def read_response(tap: EventTap, exchange: Exchange, *, observe: Observer | None = None) -> asyncio.Future[None]:
+    """Read ``exchange``'s events from ``tap`` until the agent's answer is done (the one "response is done" rule,
+    ``_answer_done``); the future raises a fatal error as ``AdapterError``. For a greeting, the rest of a
+    barge-in and any reply that is not driven by ``text_exchange`` / ``audio_exchange``."""
+    return tap.watch(_until_done(exchange, observe=observe))
 
 
-async def text_exchange(session: Session, tap: EventTap, text: str, *, observe: Observer | None = None) -> Exchange:
-    """One typed exchange; ``observe`` sees each event as it is read (``bench.engine.tools.ToolRouter``)."""
+def _agent_output(event: Any) -> bool:
+    return (isinstance(event, TextDelta) or (isinstance(event, AudioDelta) and not is_silent(event.pcm16))
+            or (isinstance(event, Transcript) and event.role == "agent"))
+
+
+async def _interrupt(session: Session, barge: BargeInResult) -> None:
+    """The caller's client stops the agent (sessions that declare ``interruption``), telling what it heard."""
+    if not session.capabilities.interruption:
+        return
+    barge.interrupt_called = True
+    if barge.played_ms is not None and "played_ms" in inspect.signature(session.interrupt).parameters:
+        await session.interrupt(played_ms=barge.played_ms)
+    else:  # no played position (text), or an adapter that does not take it yet
+        await session.interrupt()
+
+
+async def text_exchange(session: Session, tap: EventTap, text: str, *, observe: Observer | None = None,
+                        barge_in: BargeIn | None = None) -> Exchange:
+    """One typed exchange; ``observe`` sees each event as it is read (``bench.engine.tools.ToolRouter``). With
+    ``barge_in`` the caller interrupts the answer ``offset_ms`` after it started arriving and sends its text (an
+    answer that ends before then is not interrupted)."""
     exchange = Exchange(input_mode="text", started=now())
+    barge = BargeInResult(offset_ms=barge_in.offset_ms) if barge_in is not None else None
+    exchange.barge_in = barge
+    loop = asyncio.get_running_loop()
+    timers: list[asyncio.TimerHandle] = []
+    typing: list[asyncio.Task[None]] = []
+
+    async def barge_type() -> None:
+        assert barge is not None and barge_in is not None
+        barge.started = now()
+        await _interrupt(session, barge)
+        await session.send_text(barge_in.text or "")
+        barge.speech_end = now()
+
+    def watch(item: Stamped) -> None:
+        if observe is not None:
+            observe(item)
+        if barge is not None and not timers and _agent_output(item.event):
+            barge.response_id = item.event.response_id
+
+            def fire() -> None:
+                typing.append(asyncio.ensure_future(barge_type()))
+            timers.append(loop.call_later(max(0.0, item.t + barge.offset_ms / 1000.0 - now()), fire))
+
     # the events are read where the tap stamps them: one future for the whole exchange, no reader task
-    reader = tap.watch(_until_done(exchange, observe=observe))
+    reader = tap.watch(_until_done(exchange, observe=watch))
     try:
         await session.send_text(text)
         sent = now()
         await reader
+        for timer in timers:
+            timer.cancel()  # an answer that is over is not interrupted
+        for task in typing:
+            await task
+        if barge is not None and barge.started is not None:
+            _measure_stop(barge, exchange.stamps, None)
+            if barge_in is not None and barge_in.read_reply:
+                barge.reply = Exchange(input_mode="text", started=barge.started)
+                await tap.watch(_until_done(barge.reply, observe=observe))
+                if barge.reply.zero is None:
+                    barge.reply.zero = barge.speech_end
     finally:
+        for timer in timers:
+            timer.cancel()
+        for task in typing:
+            if not task.done():
+                task.cancel()
         if not reader.done():
             reader.cancel()
         elif not reader.cancelled():
@@ -191,19 +261,17 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
     async def barge_speak() -> None:
         assert barge is not None and barge_in is not None
         utterance = pump.say(barge_in.speech)
-        await utterance.sent.wait()
+        # the caller's client reacts when its user starts speaking (local VAD), not when the line is said
+        await utterance.started.wait()
         start = utterance.speech_start if utterance.speech_start is not None else utterance.speech_end
         barge.started = start
         if start is not None:
             barge.response_id = playing.get("response_id")
             barge.played_ms = round(recorder.played_ms(start, barge.response_id), 3)
             recorder.cut(start)  # the caller's client stops playing the agent when its user speaks
-            if session.capabilities.interruption:
-                barge.interrupt_called = True
-                if "played_ms" in inspect.signature(session.interrupt).parameters:
-                    await session.interrupt(played_ms=barge.played_ms)
-                else:  # an adapter that does not take the played position yet
-                    await session.interrupt()
+            await _interrupt(session, barge)
+        await utterance.sent.wait()
+        barge.speech_end = utterance.speech_end
         barge_done.set()
 
     def on_audio(item: Stamped) -> None:
@@ -219,8 +287,11 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
                 interrupting.append(asyncio.ensure_future(barge_speak()))
             timers.append(loop.call_later(max(0.0, plays_at + barge_in.offset_ms / 1000.0 - now()), fire))
 
+    # a barge-in needs the line after the first line: it stays open (silence, or the room) until the exchange ends
+    pump.hold_open = barge_in is not None
     pumping = asyncio.ensure_future(pump.run(speech, line_open=line_open))
     reader = tap.watch(_until_done(exchange, on_audio, observe))
+    replying: asyncio.Future[None] | None = None
     try:
         done, _ = await asyncio.wait({pumping, reader}, return_when=asyncio.FIRST_COMPLETED)
         if pumping in done:
@@ -245,11 +316,24 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
         finally:
             for task in waits:
                 task.cancel()
+        if barge is not None and barge_in is not None and barge_in.read_reply and barge.started is not None:
+            # the agent answers the barge-in line while the line stays open
+            barge.reply = Exchange(input_mode="audio", started=barge.started, speech_end=barge.speech_end,
+                                   zero=barge.speech_end)
+
+            def on_reply_audio(item: Stamped) -> None:
+                recorder.agent(item.t, item.event.pcm16, item.event.sample_rate, item.event.response_id)
+
+            replying = tap.watch(_until_done(barge.reply, on_reply_audio, observe))
+            finished, _ = await asyncio.wait({replying, pumping}, return_when=asyncio.FIRST_COMPLETED)
+            if pumping in finished:
+                pumping.result()  # a failed push ends the exchange with its error
+            await replying
     finally:
         pump.stop.set()
         for timer in timers:
             timer.cancel()
-        for task in (reader, pumping, *interrupting):
+        for task in (reader, pumping, *interrupting, *([replying] if replying is not None else [])):
             if not task.done():
                 task.cancel()
             with contextlib.suppress(BaseException):
@@ -263,21 +347,26 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
         exchange.pump_total_late_ms = round(result.total_late_ms, 3)
     if barge is not None:
         _measure_stop(barge, exchange.stamps, recorder)
+        reply = barge.reply
+        if reply is not None and reply.speech_end is not None and recorder.has_agent_audio:
+            reply.caller_heard_ms = await asyncio.to_thread(recorder.caller_heard_ms, reply.speech_end)
     if exchange.speech_end is not None and recorder.has_agent_audio:
         # the VAD pass is CPU work: off the event loop, which is stamping other sessions' events meanwhile
         exchange.caller_heard_ms = await asyncio.to_thread(recorder.caller_heard_ms, exchange.speech_end)
     return exchange
 
 
-def _measure_stop(barge: BargeInResult, stamps: list[Stamped], recorder: DuplexRecorder) -> None:
-    """The barge-in's stop time, from the agent's own audio of the interrupted response."""
+def _measure_stop(barge: BargeInResult, stamps: list[Stamped], recorder: DuplexRecorder | None) -> None:
+    """The barge-in's stop time, from the agent's own output of the interrupted response: its audio (and where
+    that stopped playing), or without a recorder (text) its audio and text."""
     if barge.started is None:
         return
-    arrivals = [item.t for item in stamps if isinstance(item.event, AudioDelta) and item.t >= barge.started
+    spoke = (AudioDelta,) if recorder is not None else (AudioDelta, TextDelta)
+    arrivals = [item.t for item in stamps if isinstance(item.event, spoke) and item.t >= barge.started
                 and (barge.response_id is None or item.event.response_id == barge.response_id)
-                and not is_silent(item.event.pcm16)]
+                and _agent_output(item.event)]
     stopped_arriving = max(arrivals, default=barge.started)
-    played_end = recorder.playback_end(barge.response_id)
+    played_end = recorder.playback_end(barge.response_id) if recorder is not None else stopped_arriving
     stopped_playing = max(played_end, barge.started) if played_end is not None else barge.started
     barge.stop_ms = round((stopped_arriving - barge.started) * 1000.0, 3)
     barge.played_stop_ms = round((stopped_playing - barge.started) * 1000.0, 3)

@@ -4,7 +4,8 @@ Frames of ``frame_ms`` go out on the audio clock as a microphone would deliver t
 been "spoken", at ``t0 + (k + 1) · frame_ms``). With ``line_open`` (endpoints with server VAD) the pump keeps
 sending silence after the speech, like a phone line, until it is stopped; otherwise it commits with
 ``end_input()`` right after the speech. ``say`` queues more speech on an open line (a barge-in): it replaces the
-silence from the next frame on.
+silence from the next frame on. ``hold_open`` keeps the line of a commit-driven endpoint open too, until stopped
+(a barge-in to come); each utterance is then committed when it has been sent.
 
 The pump never bursts. A frame sent later than ``LATE_TOLERANCE`` of a frame after it was due (the event loop
 stalled) moves the line's schedule back by that much: the next frame follows one frame later, so the caller's audio
@@ -58,6 +59,8 @@ class Utterance:
     last_voiced: int | None
     speech_start: float | None = None
     speech_end: float | None = None
+    #: set when the frame holding its first voiced sample went out (or, without speech, when all of it did)
+    started: asyncio.Event = field(default_factory=asyncio.Event)
     sent: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -84,6 +87,8 @@ class AudioPump:
         #: what the open line carries after the speech, given a byte count (default: digital silence)
         self.line = line
         self.stop = asyncio.Event()
+        #: send silence after the speech until ``stop`` even without ``line_open`` (a barge-in is to come)
+        self.hold_open = False
         self.speech_ended = asyncio.Event()
         self.result: PumpResult | None = None
         self._queue: deque[tuple[Utterance, int]] = deque()
@@ -94,6 +99,7 @@ class AudioPump:
                               last_voiced_sample(speech))
         self._queue.extend((utterance, index) for index in range(len(utterance.frames)))
         if not utterance.frames:
+            utterance.started.set()
             utterance.sent.set()
         return utterance
 
@@ -104,12 +110,14 @@ class AudioPump:
         first, last = utterance.first_voiced, utterance.last_voiced
         if first is not None and first // per_frame == index:
             utterance.speech_start = frame_start + (first - index * per_frame) / self.sample_rate
+            utterance.started.set()
         if last is not None and last // per_frame == index:
             after = per_frame - (last - index * per_frame) - 1
             utterance.speech_end = sent - after / self.sample_rate
         if index == len(utterance.frames) - 1:
             if utterance.speech_end is None:
                 utterance.speech_end = sent
+            utterance.started.set()
             utterance.sent.set()
 
     async def run(self, speech: bytes, *, line_open: bool) -> PumpResult:
@@ -123,7 +131,7 @@ class AudioPump:
         anchor = started  # the schedule: frame k is due at anchor + (k + 1) · step
         index = 0
         while True:
-            if not self._queue and first.sent.is_set() and (not line_open or self.stop.is_set()):
+            if not self._queue and first.sent.is_set() and (not (line_open or self.hold_open) or self.stop.is_set()):
                 break
             due = anchor + (index + 1) * step
             delay = due - now()
@@ -149,9 +157,10 @@ class AudioPump:
             index += 1
             if utterance is not None:
                 self._stamp(utterance, position, sent)
-                if utterance is first and first.sent.is_set():
-                    result.speech_end = first.speech_end
-                    self.speech_ended.set()
+                if utterance.sent.is_set() and position == len(utterance.frames) - 1:
+                    if utterance is first:
+                        result.speech_end = first.speech_end
+                        self.speech_ended.set()
                     if not line_open:
                         await self.session.end_input()
         result.speech_end = first.speech_end

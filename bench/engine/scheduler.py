@@ -3,8 +3,9 @@
 A conversation is an independent unit of work (``GoldenUnit`` in, ``ConversationRecord`` out), so a distributed
 executor can run the same unit elsewhere. Systems are interleaved — every system's conversations are in flight at
 once, each system held to its own concurrency — instead of one system after another. Retries are per
-conversation: a retryable failure restarts the conversation on a new connection (attempt + 1), backing off
-exponentially or as long as the vendor's Retry-After asks. Finished conversations go to the store writer thread;
+conversation (``bench.engine.retry``, the same policy as a simulation trial's): a retryable failure restarts the
+conversation on a new connection (attempt + 1), backing off exponentially or as long as the vendor's Retry-After
+asks. Finished conversations go to the store writer thread;
 every conversation is recorded exactly once, succeeded or failed with its normalized code and reason.
 """
 
@@ -20,7 +21,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tqdm import tqdm
 
 from bench import __version__
@@ -29,11 +29,13 @@ from bench.audio.recorder import DuplexRecorder
 from bench.config import RunConfig, SystemConfig
 from bench.dataset import GoldenEntry, GoldenSet
 from bench.engine.clock import EventTap, Stamped, now
-from bench.engine.conversation import BargeIn, Exchange, audio_exchange, event_rows, fold, hang_up, text_exchange
+from bench.engine.conversation import BargeIn, Exchange, event_rows, fold
+from bench.engine.driver import ConversationDriver
 from bench.engine.executors import Executor, LocalExecutor
 from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
 from bench.engine.registry import create_adapter, native_knowledge_adapters
+from bench.engine.retry import with_retries
 from bench.engine.warmup import warm_up
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode, SystemUnderTest
@@ -184,7 +186,8 @@ BARGE_IN_LINES = {"en": "Sorry, wait a moment.", "nl": "Sorry, wacht even.", "de
                   "fr": "Pardon, un instant.", "es": "Perdón, un momento."}
 
 
-def _stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:
+def stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:
+    """A conversation's stamped events as the store keeps them (golden entries and simulation trials alike)."""
     return [StoredEvent(**row) for row in event_rows(stamps, origin)]
 
 
@@ -251,23 +254,23 @@ class _Attempt:
             async with asyncio.timeout(None) as timeout:
                 deadline = StallDeadline(timeout, system.timeout_s, CEILING_TIMEOUTS * system.timeout_s)
                 session = await self.launched.adapter.open_session(spec)
-                tap = deadline.tap = EventTap(session.events()).start()
-                self.stamps = tap.stamped
+                audio = self.ctx.input_mode == "audio"
+                driver = ConversationDriver.open(session, recorder=DuplexRecorder(origin=now()) if audio else None)
+                deadline.tap = driver.tap
+                self.stamps = driver.tap.stamped
+                self.recorder = driver.recorder
                 try:
-                    if self.ctx.input_mode == "audio":
-                        self.recorder = DuplexRecorder(origin=now())
+                    if audio:
                         emulator, token = self.launched.emulator, self.launched.token_of(spec)
                         if emulator is not None and token is not None:  # the emulator's test-double recognizer
                             await emulator.expect_utterance(token, entry.phone_question)
                         barge_in = None if self.ctx.barge_in_at_ms is None else BargeIn(
                             self.ctx.barge_in_at_ms, self.ctx.barge_speech[entry.language])
-                        exchange = await audio_exchange(session, tap, self.ctx.speech[entry.id], self.recorder,
-                                                        line_open=session.capabilities.server_vad,
-                                                        barge_in=barge_in)
+                        exchange = await driver.audio(self.ctx.speech[entry.id], barge_in=barge_in)
                     else:
-                        exchange = await text_exchange(session, tap, entry.phone_question)
+                        exchange = await driver.text(entry.phone_question)
                 finally:
-                    late = await hang_up(session, tap)
+                    late = await driver.hang_up()
             return exchange, late
         except TimeoutError:
             reason = deadline.reason if deadline is not None and deadline.reason else \
@@ -277,27 +280,6 @@ class _Attempt:
             if deadline is not None:
                 deadline.cancel()
             await self.launched.release(spec)
-
-
-def _retry_delay(system: SystemConfig, exc: BaseException | None, failed_attempts: int) -> float:
-    """How long to wait after the ``failed_attempts``-th failure: the vendor's Retry-After, else exponential."""
-    if isinstance(exc, AdapterError) and exc.retry_after_s is not None:
-        return min(exc.retry_after_s, 60.0)
-    delay = system.retry.initial_backoff_s * (2 ** (failed_attempts - 1))
-    return min(delay, system.retry.max_backoff_s)
-
-
-def _backoff(system: SystemConfig, before: int = 0):
-    """tenacity's wait for attempts after the first ``before`` ones (which ran outside tenacity)."""
-    def wait(state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        return _retry_delay(system, exc, state.attempt_number + before)
-
-    return wait
-
-
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, AdapterError) and exc.retryable
 
 
 async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
@@ -327,19 +309,7 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
         return await last.run()
 
     try:
-        # the first attempt runs without tenacity's machinery (most conversations need no retry); a retryable
-        # failure waits its backoff and hands the remaining attempts to tenacity
-        try:
-            exchange, late = await attempt()
-        except AdapterError as exc:
-            if not (exc.retryable and system.retry.max_attempts > 1):
-                raise
-            await asyncio.sleep(_retry_delay(system, exc, 1))
-            async for retrying in AsyncRetrying(retry=retry_if_exception(_retryable),
-                                                stop=stop_after_attempt(system.retry.max_attempts - 1),
-                                                wait=_backoff(system, before=1), reraise=True):
-                with retrying:
-                    exchange, late = await attempt()
+        exchange, late = await with_retries(system.retry, attempt)
     except AdapterError as exc:
         kind = "retryable" if exc.retryable else "not retryable"
         failure = (str(exc.code), f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
@@ -370,7 +340,7 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
             run_id=ctx.run_id, system_id=system.id, conversation_id=unit.conversation_id, trial=unit.trial,
             status=turn.status, attempts=turn.attempts, failure_code=turn.failure_code,
             failure_reason=turn.failure_reason, started_at=started, finished_at=_iso(finished_at), turns=[turn],
-            events=_stored_events(last.stamps if last else [], last.origin if last else 0.0),
+            events=stored_events(last.stamps if last else [], last.origin if last else 0.0),
         )
         return conversation, artifacts
 

@@ -15,14 +15,13 @@ name and renamed, so a killed run never leaves half a file under its final name.
 
 from __future__ import annotations
 
-import io
 import json
-import wave
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bench.audio.pcm import mono_wav
 from bench.protocol import ToolCall, ToolResult
 from bench.protocol.redact import redact, redact_value
 
@@ -49,16 +48,6 @@ def write_json(path: Path, value: Any) -> None:
 
 def write_text(path: Path, text: str) -> None:
     write_bytes(path, redact(text).encode("utf-8"))
-
-
-def mono_wav(samples: np.ndarray, rate: int = 24000) -> bytes:
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(rate)
-        out.writeframes(samples.astype("<i2").tobytes())
-    return buffer.getvalue()
 
 
 def transcript(turns: list[Any], origin: float) -> list[dict[str, Any]]:
@@ -110,4 +99,5 @@ def audio_tracks(recorder: Any) -> dict[str, bytes]:
     """technician (caller), product (agent) and mixed WAVs from the conversation's recorder."""
     caller, agent = recorder.tracks()
     mixed = np.clip(caller.astype(np.int32) + agent.astype(np.int32), -32768, 32767)
-    return {"technician.wav": mono_wav(caller), "product.wav": mono_wav(agent), "mixed.wav": mono_wav(mixed)}
+    return {name: mono_wav(track.astype("<i2").tobytes())
+            for name, track in (("technician.wav", caller), ("product.wav", agent), ("mixed.wav", mixed))}

@@ -67,7 +67,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     options = RunOptions(
         artifacts_dir=_artifacts_dir(args, suite), trials=args.trials,
         tags=[t.strip() for t in (args.tags or "").split(",") if t.strip()], parallel=args.parallel,
-        no_audio=args.no_audio, max_cost_usd=args.max_cost_usd, store_path=Path(args.store) if args.store else None,
+        no_audio=args.no_audio, max_cost_usd=args.max_cost_usd, price_emulated=args.price_emulated,
+        store_path=Path(args.store) if args.store else None,
         naturalness=args.naturalness, progress=not args.no_progress, fresh=args.fresh,
         systems=[s.strip() for s in (args.systems or "").split(",") if s.strip()],
         executor=args.executor, ray_address=args.ray_address)
@@ -102,7 +103,7 @@ def _print_estimate(simulation: Any) -> int:
 
     total = 0.0
     for setup in simulation.suite.systems:
-        priced = costs.price(setup)
+        priced = costs.price(setup, price_emulated=simulation.options.price_emulated)
         simulation.priced[setup.id] = priced
         from bench.engine.registry import create_adapter
         from bench.simulation.imports import search_path
@@ -148,6 +149,9 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     run.add_argument("--store", help="store file (default: DIR/simulation.sqlite)")
     run.add_argument("--fresh", action="store_true", help="start a new run even if DIR holds an unfinished one")
     run.add_argument("--estimate", action="store_true", help="print the expected spend per system and exit")
+    run.add_argument("--price-emulated", action="store_true",
+                     help="charge EMULATED systems their list price (estimate, cap and actual; they are still not "
+                          "billed), as voice-bench run --price-emulated")
     run.add_argument("--no-progress", action="store_true", help="no line per finished trial")
     run.add_argument("--executor", choices=("local", "ray"), default="local",
                      help="where trials run: asyncio tasks in this process (default) or Ray workers")

@@ -7,7 +7,7 @@ WAVs, volumes, transient events). Seed 004's goal form (``evals:`` with steps, e
 tags and the naturalness metric) loads into the same scenario model.
 
 ``${VAR}`` and ``${VAR:-default}`` in the files are replaced from the environment (not in the opaque data); a value
-of ``endpoint.settings`` that is exactly ``${VAR}`` is left for the engine, which resolves it when it creates the
+of ``endpoint.options`` that is exactly ``${VAR}`` is left for the engine, which resolves it when it creates the
 adapter and registers it with the redactor (and refuses credentials written out literally). A value taken from a
 variable or for a setting whose name looks secret (``*_KEY``, ``*_TOKEN``, ``api_key``, …) is registered with the
 redactor, so it is removed wherever it would be written. Every problem is a ``Problem(file, entry, field,
@@ -18,14 +18,17 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bench.config import RetryPolicy
 from bench.errors import Problem, ValidationFailed
 from bench.protocol.redact import is_secret_name, register_secret
+from bench.protocol.tools import ToolSpec
 from bench.simulation.speech import ElevenLabsSettings
 
 ExitReason = Literal[
@@ -140,6 +143,12 @@ class Scenario(_Model):
     instructions: str | None = None
     #: knowledge passages given to the agent with the session
     knowledge: list[str] = Field(default_factory=list)
+    #: client tools the agent may call (name, description, JSON schema of the arguments), answered by the engine
+    #: from ``tool_backend``: a dotted path to a factory called with ``tool_backend_options`` that returns a
+    #: ``bench.engine.tools.ToolBackend`` or a mapping of tool name → function of the arguments
+    tools: list[ToolSpec] = Field(default_factory=list)
+    tool_backend: str | None = None
+    tool_backend_options: dict[str, Any] = Field(default_factory=dict)
     # seed 004's goal form
     session_parameters: dict[str, Any] = Field(default_factory=dict)
     steps: list[GoalStep] = Field(default_factory=list)
@@ -379,15 +388,23 @@ class QualityEvaluation(_Model):
     goals_critical: bool = True
 
 
+#: old spellings of an endpoint's keys → the run config's (``bench.config.SystemConfig``), still read with a notice
+DEPRECATED_ENDPOINT_KEYS = {"settings": "options", "max_attempts": "retry.max_attempts"}
+
+
 class EndpointSpec(_Model):
     """One system under test. ``adapter`` is an engine adapter name, ``fake`` (the loopback evaluator WebSocket
-    endpoint) or a dotted path to a factory ``(SystemConfig) -> SystemUnderTest``."""
+    endpoint) or a dotted path to a factory ``(SystemConfig) -> SystemUnderTest``.
+
+    The keys a run config gives a system mean the same here: ``options`` (the adapter's settings) and ``retry``
+    (``bench.config.RetryPolicy``: the one retry policy of golden runs and simulations). ``settings`` and
+    ``max_attempts``, their former spellings, are still read, with a deprecation notice."""
 
     id: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]*$")
     adapter: str
     mode: Literal["live", "emulated", "local"] | None = None
     role: Literal["candidate", "reference", "baseline"] = "candidate"
-    settings: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = Field(default_factory=dict)
     #: emulator settings (latency, faults, vad, brain) when emulated
     emulator: dict[str, Any] = Field(default_factory=dict)
     #: what the emulated agent says: a dotted path to an answerer class/factory (default: the emulator brain)
@@ -396,11 +413,27 @@ class EndpointSpec(_Model):
     concurrency: int = Field(default=4, ge=1, le=512)
     timeout_s: float = Field(default=120.0, gt=0)
     idle_timeout_s: float = Field(default=15.0, gt=0)
-    max_attempts: int = Field(default=2, ge=1, le=10)
+    retry: RetryPolicy = Field(default_factory=RetryPolicy)
     input_mode: Literal["auto", "audio", "text"] | None = None
     #: how the session document (conversation id + data) reaches the agent: ``init`` (merged into
     #: ``evaluator.init``'s request, WebSocket evaluator endpoints) and/or ``context`` (a passage with the session)
     session_delivery: list[Literal["init", "context"]] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _run_config_spelling(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not any(key in data for key in DEPRECATED_ENDPOINT_KEYS):
+            return data
+        data = dict(data)
+        if "settings" in data:
+            if "options" in data:
+                raise ValueError("settings: give options only (settings is its former spelling)")
+            data["options"] = data.pop("settings")
+        if "max_attempts" in data:
+            if "retry" in data:
+                raise ValueError("max_attempts: give retry.max_attempts only (max_attempts is its former spelling)")
+            data["retry"] = {"max_attempts": data.pop("max_attempts")}
+        return data
 
     @property
     def system_id(self) -> str:
@@ -491,7 +524,7 @@ def _where(path: tuple[str | int, ...]) -> str:
 
 def substitute_env(value: Any, file: str, problems: list[Problem], path: tuple[str | int, ...] = ()) -> Any:
     """``value`` with ``${VAR}`` / ``${VAR:-default}`` replaced from the environment (values registered as
-    secrets). Inside ``endpoint.settings`` a value that is exactly ``${VAR}`` is left for the engine, which resolves
+    secrets). Inside ``endpoint.options`` a value that is exactly ``${VAR}`` is left for the engine, which resolves
     it when it creates the adapter (and refuses credentials written out literally)."""
     if isinstance(value, dict):
         return {k: substitute_env(v, file, problems, (*path, str(k))) for k, v in value.items()}
@@ -499,7 +532,8 @@ def substitute_env(value: Any, file: str, problems: list[Problem], path: tuple[s
         return [substitute_env(v, file, problems, (*path, i)) for i, v in enumerate(value)]
     if not isinstance(value, str) or "${" not in value:
         return value
-    if path and path[0] in ("endpoint", "endpoints") and "settings" in path and _WHOLE_REF.match(value):
+    if (path and path[0] in ("endpoint", "endpoints") and ("options" in path or "settings" in path)
+            and _WHOLE_REF.match(value)):
         return value
 
     key = next((str(p) for p in reversed(path) if isinstance(p, str)), "")
@@ -560,7 +594,21 @@ def load_run_file(path: Path) -> RunFile:
     data = substitute_env(data, str(path), problems)
     if problems:
         raise ValidationFailed(problems)
+    _notice_deprecated_spellings(path, data)
     return parse(RunFile, data, path, "run")
+
+
+def _notice_deprecated_spellings(path: Path, data: dict[str, Any]) -> None:
+    """A notice on stderr for each endpoint key spelled the old way (``DEPRECATED_ENDPOINT_KEYS``)."""
+    endpoints = [("endpoint", data.get("endpoint"))] + [
+        (f"endpoints[{index}]", entry) for index, entry in enumerate(data.get("endpoints") or [])]
+    for where, entry in endpoints:
+        if not isinstance(entry, dict):
+            continue
+        for old, new in DEPRECATED_ENDPOINT_KEYS.items():
+            if old in entry:
+                print(f"{path}: {where}.{old} is deprecated; write {new} (as in a run config's systems)",
+                      file=sys.stderr)
 
 
 def _substituted(path: Path, label: str) -> Any:

@@ -1,8 +1,10 @@
 """One trial: the simulated caller and the system under test on ONE session, turn after turn.
 
 The engine launches the system; this driver opens one session (``LaunchedSystem.session_spec`` +
-``open_session``) and runs every exchange on it with the engine's drivers: ``text_exchange``, or
-``audio_exchange`` — the full-duplex pump streams the caller's speech (mixed with the environment on the evaluator
+``open_session``) and runs every step on it with the engine's conversation driver (``ConversationDriver``, the
+one golden entries use): the greeting, each caller line as a text or audio exchange, a barge-in (``BargeIn``),
+the agent's client tool calls (answered from the scenario's ``tool_backend`` by the engine's ``ToolRouter``) and
+the hang-up. For audio, the full-duplex pump streams the caller's speech (mixed with the environment on the evaluator
 side) paced in real time and, for endpoints with server VAD, keeps the line open while the events are read — with
 the room still audible (the mixer's continuing base noise and background voices: ``EnvironmentMixer.line_after``),
 digital silence without an environment. ``pace_audio: false`` sends the frames of a commit-driven endpoint without
@@ -11,8 +13,9 @@ pacing (deterministic CI; the timing figures are then marked unpaced). Emulators
 
 After each reply the persona picks the next line; the conversation ends when the agent closes it (a completion
 intent or tool, or it hangs up: ``endpoint_completion``), the persona is done (its reason), the turn limit or the
-time limit is reached. A scripted barge-in speaks the next line ``interrupt_at_ms`` into the agent's reply,
-calling ``interrupt()`` as a softphone with local VAD does, and records when — and whether — the agent stopped.
+time limit is reached. A scripted barge-in says the next line ``interrupt_at_ms`` into the agent's reply (the
+engine's barge-in: ``interrupt(played_ms)`` as a softphone with local VAD does) and records when — and whether, from
+the agent's own output — the agent stopped.
 
 Everything is stamped on the engine clock and both audio tracks are recorded on one timeline; the VAD-based
 figures are computed afterwards, off the event loop (``evidence``).
@@ -28,12 +31,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.audio.pcm import CANONICAL_RATE, split_frames
+from bench.audio.pcm import CANONICAL_RATE, is_silent, split_frames
 from bench.audio.recorder import DuplexRecorder
 from bench.engine.clock import EventTap, Stamped, now
-from bench.engine.conversation import Exchange, audio_exchange, fold, hang_up, text_exchange
+from bench.engine.conversation import (
+    BargeIn,
+    BargeInResult,
+    Exchange,
+    fold,
+    raise_fatal,
+    read_response,
+)
+from bench.engine.driver import ConversationDriver
 from bench.engine.launch import LaunchedSystem
-from bench.engine.pump import AudioPump, last_voiced_sample
+from bench.engine.pump import last_voiced_sample
+from bench.engine.tools import ToolBackend, ToolOutcome
 from bench.protocol import (
     AdapterError,
     AudioDelta,
@@ -43,9 +55,7 @@ from bench.protocol import (
     ResponseDone,
     SessionSpec,
     TextDelta,
-    ToolCall,
     Transcript,
-    UserTurnSent,
 )
 from bench.protocol.redact import redact
 from bench.simulation.config import Environment, Persona, Scenario, Script
@@ -87,13 +97,17 @@ class ConversationRecorder(DuplexRecorder):
     def _samples(self, t: float) -> int:
         return max(0, round((t + self.shift - self.origin) * self.sample_rate))
 
+    def _time(self, samples: int) -> float:
+        return self.origin + samples / self.sample_rate - self.shift
+
     def caller_heard_ms(self, speech_end: float) -> float | None:
         return None
 
     def playback_left_s(self, t: float) -> float:
         """How much of the agent's audio the caller has still to hear at engine time ``t``."""
-        cursor = getattr(self, "_agent_cursor", 0)
-        return max(0.0, cursor / self.sample_rate - (t + self.shift - self.origin))
+        end = self.playback_end()
+        return 0.0 if end is None else max(0.0, end - t)
+
 
 #: the longest a caller waits for the agent's audio to finish playing before speaking anyway
 MAX_LISTEN_S = 30.0
@@ -125,6 +139,8 @@ class TrialPlan:
     turn_timeout_s: float = 120.0
     #: record both tracks (off for ``--no-audio`` runs)
     record_audio: bool = True
+    #: answers the agent's client tool calls (the scenario's ``tool_backend``; None: every call gets an error)
+    tool_backend: ToolBackend | None = None
 
 
 @dataclass
@@ -169,6 +185,8 @@ class AttemptResult:
     log: VoiceEventLog
     notes: list[str] = field(default_factory=list)
     non_fatal_errors: list[str] = field(default_factory=list)
+    #: the agent's client tool calls the engine answered from the scenario's tool backend
+    tool_outcomes: list[ToolOutcome] = field(default_factory=list)
 
 
 class PersonaFailure(Exception):
@@ -181,6 +199,7 @@ class TrialDriver:
     def __init__(self, launched: LaunchedSystem, plan: TrialPlan):
         self.launched = launched
         self.plan = plan
+        self._driver: ConversationDriver
 
     async def spec_for(self, attempt: int, log: VoiceEventLog) -> SessionSpec:
         plan = self.plan
@@ -194,7 +213,7 @@ class TrialDriver:
             run_id=plan.run_id, conversation_id=plan.session_conversation_id, attempt=attempt,
             language=plan.scenario.language, input_mode="audio" if plan.input_mode == "audio" else "text",
             context=knowledge, instructions=plan.scenario.instructions, idle_timeout_s=plan.idle_timeout_s,
-            metadata=metadata)
+            tools=list(plan.scenario.tools), metadata=metadata)
 
     async def run(self, attempt: int) -> AttemptResult:
         plan = self.plan
@@ -221,14 +240,15 @@ class TrialDriver:
         except BaseException:
             await self.launched.release(spec)
             raise
-        tap = EventTap(session.events()).start()
+        driver = self._driver = ConversationDriver.open(session, recorder=recorder, tools=plan.tool_backend)
+        tap = driver.tap
         paced = plan.pace_audio or session.capabilities.server_vad
         if not plan.pace_audio and session.capabilities.server_vad:
             notes.append("pace_audio: false ignored: the endpoint detects the end of speech itself (server VAD), "
                          "which needs real-time audio")
         try:
             agent_said = ""
-            greeting = await self._greeting(tap, recorder)
+            greeting = await self._greeting(recorder)
             if greeting is not None:
                 turns.append(greeting)
                 agent_said = greeting.agent_text
@@ -285,7 +305,7 @@ class TrialDriver:
             if exit_reason == caller.done_reason and wait > 0:
                 await self._linger(tap, wait)
         finally:
-            await hang_up(session, tap)  # session-scoped events it still sends land in tap.stamped
+            await driver.hang_up()  # session-scoped events it still sends land in tap.stamped
             await self.launched.release(spec)
             closer = getattr(caller, "aclose", None)
             if callable(closer):  # a realtime persona's own model session
@@ -296,13 +316,11 @@ class TrialDriver:
         self._log_endpoint_events(log, tap.stamped, turns)
         errors = [f"{e.code}: {redact(e.message)}" for e in (i.event for i in tap.stamped)
                   if isinstance(e, ErrorEvent) and not e.fatal]
-        fatal = next((i.event for i in tap.stamped if isinstance(i.event, ErrorEvent) and i.event.fatal), None)
-        if fatal is not None:
-            raise AdapterError(redact(fatal.message), code=fatal.code, retryable=fatal.retryable,
-                               retry_after_s=fatal.retry_after_s, vendor_code=fatal.vendor_code)
+        for item in tap.stamped:
+            raise_fatal(item.event)
         return AttemptResult(spec=spec, turns=turns, exit_reason=exit_reason, stamps=list(tap.stamped),
                              origin=origin, origin_utc=origin_utc, finished=now(), recorder=recorder, log=log,
-                             notes=notes, non_fatal_errors=errors)
+                             notes=notes, non_fatal_errors=errors, tool_outcomes=list(driver.tool_outcomes))
 
     # -- helpers ------------------------------------------------------------------------------------------------
     def _budget(self, deadline: float | None) -> float:
@@ -338,31 +356,20 @@ class TrialDriver:
                 while await tap.next() is not None:
                     pass
 
-    async def _greeting(self, tap: EventTap, recorder: ConversationRecorder | None) -> TurnResult | None:
-        wait = self.plan.scenario.conversation.greeting_wait_seconds
-        if wait <= 0:
-            return None
-        exchange = Exchange(input_mode="text", started=now())
-        exchange.zero = exchange.started
+    async def _greeting(self, recorder: ConversationRecorder | None) -> TurnResult | None:
         started_utc = datetime.now(UTC).isoformat(timespec="milliseconds")
-        try:
-            async with asyncio.timeout(wait):
-                await _read_reply(tap, exchange)
-        except TimeoutError:
-            if not exchange.stamps:
-                return None
-        _record_agent_audio(recorder, exchange.stamps)
+        exchange = await self._driver.greeting(self.plan.scenario.conversation.greeting_wait_seconds)
+        if exchange is None:
+            return None
         return TurnResult(index=0, turn_id="turn-000", line=None, exchange=exchange, folded=fold(exchange),
                           started_utc=started_utc, shift=recorder.shift if recorder else 0.0)
 
     async def _tell_endpoint(self, session: Any, spec: SessionSpec, text: str) -> None:
-        """Emulators have no recognizer: queue what the caller says (and a local stack's oracle, if it has one)."""
+        """Emulators have no recognizer: queue what the caller says on the emulator's handle, as golden runs do (a
+        test double outside the session; a system that is not emulated hears the audio alone)."""
         emulator, token = self.launched.emulator, self.launched.token_of(spec)
         if emulator is not None and token is not None:
             await emulator.expect_utterance(token, text)
-        hook = getattr(session, "expect_utterance", None)
-        if callable(hook):
-            hook(text)
 
     async def _speech(self, line: CallerLine, mixer: EnvironmentMixer, turn_number: int,
                       strip_lead_in: bool = False) -> tuple[bytes, bytes, MixReport]:
@@ -379,7 +386,8 @@ class TrialDriver:
 
     async def _exchange(self, session: Any, tap: EventTap, spec: SessionSpec, recorder: ConversationRecorder | None,
                         mixer: EnvironmentMixer, log: VoiceEventLog, index: int, line: CallerLine,
-                        paced: bool) -> TurnResult:
+                        paced: bool, *, tell: bool = True) -> TurnResult:
+        """One ordinary turn (``tell``: queue the line on the emulator; false when it was queued already)."""
         turn_id = f"turn-{index:03d}"
         started_utc = datetime.now(UTC).isoformat(timespec="milliseconds")
         log.add(now(), source="persona", direction="internal", event_type="persona.line", speaker="user",
@@ -387,8 +395,7 @@ class TrialDriver:
         if self.plan.input_mode == "text":
             log.add(now(), source="evaluator", direction="outbound", event_type="user.text.sent", speaker="user",
                     turn_id=turn_id, attributes={"text": line.text})
-            exchange = await text_exchange(session, tap, line.text)
-            _record_agent_audio(recorder, exchange.stamps)
+            exchange = await self._driver.text(line.text)
             return TurnResult(index=index, turn_id=turn_id, line=line, exchange=exchange, folded=fold(exchange),
                               started_utc=started_utc, shift=recorder.shift if recorder else 0.0)
         assert recorder is not None
@@ -396,10 +403,10 @@ class TrialDriver:
         if mix.layers or mix.transients:
             log.add(now(), source="mixer", direction="internal", event_type="environment.mixed", speaker="user",
                     turn_id=turn_id, attributes=mix.as_dict())
-        await self._tell_endpoint(session, spec, line.text)
+        if tell:
+            await self._tell_endpoint(session, spec, line.text)
         if paced:
-            exchange = await audio_exchange(session, tap, mixed, recorder,
-                                            line_open=session.capabilities.server_vad, line=mixer.line_after(mix))
+            exchange = await self._driver.audio(mixed, line=mixer.line_after(mix))
         else:
             exchange = await _unpaced_exchange(session, tap, mixed, recorder)  # type: ignore[arg-type]
         speech_start, speech_end = _speech_bounds(exchange, clean, mixed)
@@ -418,169 +425,80 @@ class TrialDriver:
     async def _barge_in(self, session: Any, tap: EventTap, spec: SessionSpec, recorder: ConversationRecorder | None,
                         mixer: EnvironmentMixer, log: VoiceEventLog, index: int, line: CallerLine,
                         barge: CallerLine, paced: bool) -> list[TurnResult]:
-        """``line``, then ``barge`` spoken ``barge.interrupt_at_ms`` into the agent's reply to it."""
+        """``line``, then ``barge`` said ``barge.interrupt_at_ms`` into the agent's reply to it: the engine's
+        barge-in (``BargeIn`` with ``read_reply``) — one exchange for the line and the reply cut short, and the
+        agent's answer to the barge-in line as the next turn. A reply that ends first (or no reply) is not
+        interrupted: the barge-in line is then said as an ordinary next turn."""
         audio = self.plan.input_mode == "audio"
         turn_a, turn_b = f"turn-{index:03d}", f"turn-{index + 1:03d}"
         started_a = datetime.now(UTC).isoformat(timespec="milliseconds")
-        for turn_id, said in ((turn_a, line), (turn_b, barge)):
-            log.add(now(), source="persona", direction="internal", event_type="persona.line", speaker="user",
-                    turn_id=turn_id, attributes=said.as_dict())
-        first = Exchange(input_mode=self.plan.input_mode, started=now())
-        second = Exchange(input_mode=self.plan.input_mode, started=now())
-        reply_started = asyncio.Event()
-        first_done = asyncio.Event()
-        state: dict[str, Any] = {"reply_t": None, "barge_t": None, "interrupted_t": None, "done_t": None,
-                                 "done_status": None}
-
-        async def reader() -> None:
-            spoke = called = False
-            current = first
-            while True:
-                item = await tap.next()
-                if item is None:
-                    raise AdapterError("the event stream ended before the response was done",
-                                       code=ErrorCode.NO_RESPONSE)
-                current.stamps.append(item)
-                event = item.event
-                if isinstance(event, ErrorEvent) and event.fatal:
-                    raise AdapterError(redact(event.message), code=event.code, retryable=event.retryable,
-                                       retry_after_s=event.retry_after_s, vendor_code=event.vendor_code)
-                if isinstance(event, UserTurnSent) and current.zero is None and not audio:
-                    current.zero = item.t
-                if isinstance(event, (TextDelta, AudioDelta)) or (isinstance(event, Transcript)
-                                                                   and event.role == "agent"):
-                    spoke = True
-                    if current is first and state["reply_t"] is None:
-                        state["reply_t"] = item.t
-                        reply_started.set()
-                if current is first and isinstance(event, Interrupted) and state["interrupted_t"] is None:
-                    state["interrupted_t"] = item.t
-                called = called or isinstance(event, ToolCall)
-                if isinstance(event, ResponseDone) and (not (called and not spoke and not event.final_text)
-                                                        or event.status != "completed"):
-                    if current is first:
-                        state["done_t"], state["done_status"] = item.t, event.status
-                        first_done.set()
-                        current, spoke, called = second, False, False
-                        continue
-                    return
-
-        pumps: list[asyncio.Task[Any]] = []
-        sent: dict[str, float] = {}
+        log.add(now(), source="persona", direction="internal", event_type="persona.line", speaker="user",
+                turn_id=turn_a, attributes=line.as_dict())
+        offset = barge.interrupt_at_ms or 0.0
         clean_a = mixed_a = clean_b = mixed_b = None
         mix_a = mix_b = None
-        pump_a = pump_b = None
-        read = asyncio.ensure_future(reader())
-        try:
-            if audio:
-                assert recorder is not None
-                clean_a, mixed_a, mix_a = await self._speech(line, mixer, index)
-                clean_b, mixed_b, mix_b = await self._speech(barge, mixer, index + 1, strip_lead_in=True)
-                await self._tell_endpoint(session, spec, line.text)
-                pump_a = AudioPump(session, recorder, line=mixer.line_after(mix_a))
-                first.started = now()
-                pumps.append(asyncio.ensure_future(pump_a.run(mixed_a, line_open=session.capabilities.server_vad)))
-            else:
-                await session.send_text(line.text)
-                sent["a"] = now()
-            waiter = asyncio.ensure_future(reply_started.wait())
-            done_waiter = asyncio.ensure_future(first_done.wait())
-            await asyncio.wait({waiter, done_waiter, read}, return_when=asyncio.FIRST_COMPLETED)
-            for task in (waiter, done_waiter):
-                task.cancel()
-            if read.done():
-                read.result()
-            if reply_started.is_set() and not first_done.is_set():
-                target = state["reply_t"] + (barge.interrupt_at_ms or 0.0) / 1000.0
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(first_done.wait(), max(0.0, target - now()))
-                if not first_done.is_set():
-                    state["barge_t"] = now()
-                    log.add(state["barge_t"], source="evaluator", direction="outbound", event_type="barge_in.start",
-                            speaker="user", turn_id=turn_b,
-                            attributes={"offset_ms": round((state["barge_t"] - state["reply_t"]) * 1000.0, 1),
-                                        "requested_offset_ms": barge.interrupt_at_ms})
-                    if pump_a is not None:
-                        pump_a.stop.set()
-                        await pumps[0]
-                    await session.interrupt()
-                    log.add(now(), source="evaluator", direction="outbound", event_type="interrupt.requested",
-                            speaker="user", turn_id=turn_b)
-            # here the agent was barged in on, or its reply was already over
-            if audio:
-                assert recorder is not None and mixed_b is not None
-                if pump_a is not None and not pumps[0].done():
-                    pump_a.stop.set()
-                    await pumps[0]
-                await self._tell_endpoint(session, spec, barge.text)
-                pump_b = AudioPump(session, recorder, line=mixer.line_after(mix_b))
-                second.started = now()
-                pumps.append(asyncio.ensure_future(pump_b.run(mixed_b, line_open=session.capabilities.server_vad)))
-            else:
-                second.started = now()
-                await session.send_text(barge.text)
-                sent["b"] = now()
-            await read
-        finally:
-            for pump in (pump_a, pump_b):
-                if pump is not None:
-                    pump.stop.set()
-            for task in [*pumps, read]:
-                if not task.done():
-                    task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-        for exchange, pump, clean, mixed in ((first, pump_a, clean_a, mixed_a), (second, pump_b, clean_b, mixed_b)):
-            if pump is not None and pump.result is not None and clean is not None and mixed is not None:
-                end = pump.result.speech_end
-                clean_last, mixed_last = last_voiced_sample(clean), last_voiced_sample(mixed)
-                if end is not None and clean_last is not None and mixed_last is not None:
-                    end -= max(0, mixed_last - clean_last) / CANONICAL_RATE
-                exchange.speech_end = end
-                exchange.zero = end if end is not None else exchange.started
-            elif exchange.zero is None:
-                exchange.zero = sent.get("a" if exchange is first else "b", exchange.started)
-        _record_agent_audio(recorder, first.stamps + second.stamps)
-        agent_audio_after = 0.0
-        if state["barge_t"] is not None:
-            agent_audio_after = sum(len(i.event.pcm16) / 2 / i.event.sample_rate * 1000.0 for i in first.stamps
-                                    if isinstance(i.event, AudioDelta) and i.t > state["barge_t"])
+        if audio:
+            assert recorder is not None
+            clean_a, mixed_a, mix_a = await self._speech(line, mixer, index)
+            clean_b, mixed_b, mix_b = await self._speech(barge, mixer, index + 1, strip_lead_in=True)
+            await self._tell_endpoint(session, spec, line.text)
+            await self._tell_endpoint(session, spec, barge.text)
+            first = await self._driver.audio(mixed_a, line=mixer.line_after(mix_a),
+                                             barge_in=BargeIn(offset, speech=mixed_b, read_reply=True))
+        else:
+            first = await self._driver.text(line.text, barge_in=BargeIn(offset, text=barge.text, read_reply=True))
+        result = first.barge_in
+        assert result is not None
+        start_a = None
+        if audio and clean_a is not None and mixed_a is not None:
+            start_a, first.speech_end = _speech_bounds(first, clean_a, mixed_a)
+            first.zero = first.speech_end if first.speech_end is not None else first.zero
+        self._log_sent(log, turn_a, line, first, start_a, mixed_a)
+        shift = recorder.shift if recorder else 0.0
+        turn = TurnResult(index=index, turn_id=turn_a, line=line, exchange=first, folded=fold(first),
+                          started_utc=started_a, sent_audio=mixed_a, speech_start=start_a,
+                          speech_end=first.speech_end, mix=mix_a, paced=True, shift=shift)
+        second = result.reply
+        if second is None:  # no barge-in happened: the line is the next ordinary turn
+            log.add(now(), source="evaluator", direction="internal", event_type="barge_in.skipped", speaker="user",
+                    turn_id=turn_b, attributes={"reason": "the agent's reply ended before the barge-in offset"})
+            after = await self._exchange(session, tap, spec, recorder, mixer, log, index + 1, barge, paced,
+                                         tell=False)
+            return [turn, after]
+        log.add(now(), source="persona", direction="internal", event_type="persona.line", speaker="user",
+                turn_id=turn_b, attributes=barge.as_dict())
+        t = result.started
+        log.add(t or now(), source="evaluator", direction="outbound", event_type="barge_in.start", speaker="user",
+                turn_id=turn_b, attributes={"played_ms": result.played_ms, "requested_offset_ms": offset})
+        if result.interrupt_called:
+            log.add(t or now(), source="evaluator", direction="outbound", event_type="interrupt.requested",
+                    speaker="user", turn_id=turn_b)
+        start_b = t
+        if audio and clean_b is not None and mixed_b is not None and second.speech_end is not None:
+            clean_last, mixed_last = last_voiced_sample(clean_b), last_voiced_sample(mixed_b)
+            if clean_last is not None and mixed_last is not None and mixed_last > clean_last:
+                second.speech_end -= (mixed_last - clean_last) / CANONICAL_RATE
+            second.zero = second.speech_end
+        self._log_sent(log, turn_b, barge, second, start_b, mixed_b)
+        evidence = _barge_in_evidence(barge, first, result)
+        return [turn, TurnResult(index=index + 1, turn_id=turn_b, line=barge, exchange=second, folded=fold(second),
+                                 started_utc=datetime.now(UTC).isoformat(timespec="milliseconds"),
+                                 sent_audio=mixed_b, speech_start=start_b, speech_end=second.speech_end, mix=mix_b,
+                                 paced=True, barge_in=evidence, shift=shift)]
 
-        def ms(t: float | None) -> float | None:
-            return None if t is None or state["barge_t"] is None else round((t - state["barge_t"]) * 1000.0, 1)
-
-        evidence = {
-            "requested_offset_ms": barge.interrupt_at_ms,
-            "barged_in": state["barge_t"] is not None,
-            "actual_offset_ms": (round((state["barge_t"] - state["reply_t"]) * 1000.0, 1)
-                                 if state["barge_t"] is not None and state["reply_t"] is not None else None),
-            "agent_interrupted_event_after_ms": ms(state["interrupted_t"]),
-            "agent_response_done_after_ms": ms(state["done_t"]),
-            "agent_response_status": state["done_status"],
-            "agent_audio_received_after_barge_in_ms": round(agent_audio_after, 1),
-            "agent_stopped": state["barge_t"] is not None and state["done_status"] == "interrupted",
-            "reason": None if state["barge_t"] is not None else "the reply ended before the barge-in offset",
-            "barge_in_t": state["barge_t"],
-        }
-        results = []
-        for exchange, said, turn_id, clean, mixed, mix, started_utc in (
-                (first, line, turn_a, clean_a, mixed_a, mix_a, started_a),
-                (second, barge, turn_b, clean_b, mixed_b, mix_b, datetime.now(UTC).isoformat(timespec="milliseconds"))):
-            start = None
-            if clean is not None and exchange.speech_end is not None:
-                voiced = _first_voiced(clean)
-                start = exchange.started + voiced / CANONICAL_RATE if voiced is not None else None
-                log.add(start or exchange.started, source="evaluator", direction="outbound",
-                        event_type="user.audio.sent", speaker="user", turn_id=turn_id,
-                        pcm=pcm_meta(len(mixed or b"")), attributes={"text": said.text})
-                log.add(exchange.speech_end, source="evaluator", direction="outbound", event_type="user.speech.ended",
-                        speaker="user", turn_id=turn_id)
-            results.append(TurnResult(index=index if said is line else index + 1, turn_id=turn_id, line=said,
-                                      exchange=exchange, folded=fold(exchange), started_utc=started_utc,
-                                      sent_audio=mixed, speech_start=start, speech_end=exchange.speech_end,
-                                      mix=mix, paced=True, barge_in=evidence if said is barge else None,
-                                      shift=recorder.shift if recorder else 0.0))
-        return results
+    @staticmethod
+    def _log_sent(log: VoiceEventLog, turn_id: str, line: CallerLine, exchange: Exchange,
+                  speech_start: float | None, sent: bytes | None) -> None:
+        if sent is None:
+            log.add(exchange.started, source="evaluator", direction="outbound", event_type="user.text.sent",
+                    speaker="user", turn_id=turn_id, attributes={"text": line.text})
+            return
+        log.add(speech_start or exchange.started, source="evaluator", direction="outbound",
+                event_type="user.audio.sent", speaker="user", turn_id=turn_id, pcm=pcm_meta(len(sent)),
+                attributes={"text": line.text})
+        if exchange.speech_end is not None:
+            log.add(exchange.speech_end, source="evaluator", direction="outbound", event_type="user.speech.ended",
+                    speaker="user", turn_id=turn_id)
 
     def _log_endpoint_events(self, log: VoiceEventLog, stamps: list[Stamped], turns: list[TurnResult]) -> None:
         turn_of: dict[int, str] = {}
@@ -588,6 +506,39 @@ class TrialDriver:
             for item in turn.exchange.stamps:
                 turn_of[item.event.seq] = turn.turn_id
         log.add_endpoint_events(stamps, turn_of)
+
+
+def _barge_in_evidence(barge: CallerLine, first: Exchange, result: BargeInResult) -> dict[str, Any]:
+    """The barge-in's record in the bundle: when the caller cut in, what it had heard, and when (and whether) the
+    agent stopped — measured by the engine from the agent's own output (``BargeInResult``)."""
+    t = result.started
+    reply_t = next((item.t for item in first.stamps if isinstance(item.event, (TextDelta, AudioDelta, Transcript))
+                    and not (isinstance(item.event, Transcript) and item.event.role != "agent")
+                    and not (isinstance(item.event, AudioDelta) and is_silent(item.event.pcm16))), None)
+    interrupted_t = next((item.t for item in first.stamps if isinstance(item.event, Interrupted)), None)
+    done = next((item for item in reversed(first.stamps) if isinstance(item.event, ResponseDone)), None)
+    received_after = sum(len(item.event.pcm16) / 2 / item.event.sample_rate * 1000.0 for item in first.stamps
+                         if isinstance(item.event, AudioDelta) and t is not None and item.t > t)
+
+    def ms(moment: float | None) -> float | None:
+        return None if moment is None or t is None else round((moment - t) * 1000.0, 1)
+
+    return {
+        "requested_offset_ms": barge.interrupt_at_ms,
+        "barged_in": t is not None,
+        "actual_offset_ms": round((t - reply_t) * 1000.0, 1) if t is not None and reply_t is not None else None,
+        "played_ms": result.played_ms,
+        "interrupt_called": result.interrupt_called,
+        "agent_interrupted_event_after_ms": ms(interrupted_t),
+        "agent_response_done_after_ms": ms(done.t if done is not None else None),
+        "agent_response_status": done.event.status if done is not None else None,
+        "agent_audio_received_after_barge_in_ms": round(received_after, 1),
+        "agent_stop_ms": result.stop_ms,
+        "agent_played_stop_ms": result.played_stop_ms,
+        "agent_stopped": bool(result.stopped),
+        "reason": None if t is not None else "the agent did not answer before the barge-in offset",
+        "barge_in_t": t,
+    }
 
 
 def _first_voiced(pcm: bytes) -> int | None:
@@ -610,34 +561,6 @@ def _speech_bounds(exchange: Exchange, clean: bytes, mixed: bytes) -> tuple[floa
     return speech_start, end
 
 
-def _record_agent_audio(recorder: DuplexRecorder | None, stamps: list[Stamped]) -> None:
-    if recorder is None:
-        return
-    for item in stamps:
-        if isinstance(item.event, AudioDelta):
-            recorder.agent(item.t, item.event.pcm16, item.event.sample_rate)
-
-
-async def _read_reply(tap: EventTap, exchange: Exchange) -> None:
-    """Read until the agent's answer is done (a tool-only response is followed by the spoken one)."""
-    spoke = called = False
-    while True:
-        item = await tap.next()
-        if item is None:
-            raise AdapterError("the event stream ended before the response was done", code=ErrorCode.NO_RESPONSE)
-        exchange.stamps.append(item)
-        event = item.event
-        if isinstance(event, ErrorEvent) and event.fatal:
-            raise AdapterError(redact(event.message), code=event.code, retryable=event.retryable,
-                               retry_after_s=event.retry_after_s, vendor_code=event.vendor_code)
-        if isinstance(event, (TextDelta, AudioDelta)) or (isinstance(event, Transcript) and event.role == "agent"):
-            spoke = True
-        called = called or isinstance(event, ToolCall)
-        if isinstance(event, ResponseDone) and (not (called and not spoke and not event.final_text)
-                                                or event.status != "completed"):
-            return
-
-
 async def _unpaced_exchange(session: Any, tap: EventTap, speech: bytes,
                             recorder: ConversationRecorder) -> Exchange:
     """``pace_audio: false`` for a commit-driven endpoint: every frame at once, then ``end_input``. The utterance is
@@ -646,7 +569,7 @@ async def _unpaced_exchange(session: Any, tap: EventTap, speech: bytes,
     exchange = Exchange(input_mode="audio", started=now())
     frames = split_frames(speech, 20.0)
     step = 0.02
-    reader = asyncio.ensure_future(_read_reply(tap, exchange))
+    reader = read_response(tap, exchange)
     try:
         sending = now()
         for frame in frames:
@@ -668,5 +591,7 @@ async def _unpaced_exchange(session: Any, tap: EventTap, speech: bytes,
             with contextlib.suppress(BaseException):
                 await reader
     exchange.zero = exchange.speech_end
-    _record_agent_audio(recorder, exchange.stamps)
+    for item in exchange.stamps:
+        if isinstance(item.event, AudioDelta):
+            recorder.agent(item.t, item.event.pcm16, item.event.sample_rate, item.event.response_id)
     return exchange

@@ -6,6 +6,10 @@ system's dated price plan (``bench.cost``: the same tables and plan choice as th
 model's and the judges' calls at their configured ``usd_per_call``. The actual cost prices the meters each recorded
 turn carries under the same plan, plus the model calls that were really made. A system no price table covers costs
 nothing here, and the report says so.
+
+EMULATED systems follow ``voice-bench run``'s rule (``bench.engine.budget``): they are not billed, so they cost
+nothing and count nothing against the cap, unless ``--price-emulated`` asks to charge their list price (an offline
+rehearsal of a live budget; the plan label then says EMULATED).
 """
 
 from __future__ import annotations
@@ -44,14 +48,17 @@ class PricedSystem:
         return turn_costs(meters, self.plan).fillna(0.0)  # type: ignore[arg-type]
 
 
-def price(setup: SystemSetup) -> PricedSystem:
+def price(setup: SystemSetup, *, price_emulated: bool = False) -> PricedSystem:
     config = setup.config
+    if config.mode == "emulated" and not price_emulated:
+        return PricedSystem(setup, None, "EMULATED: not billed ($0; --price-emulated charges its list price)")
     resolved = resolve_plan(config.adapter, config.mode, {"options": config.options})
     if resolved is None:
         return PricedSystem(setup, None, f"no price table covers adapter {config.adapter!r}")
     table, plan, how = resolved
     info = describe(table, plan, how)
-    return PricedSystem(setup, plan, f"{info.vendor}/{info.plan_id} ({info.pricing_date}, {how})")
+    emulated = " at list price, EMULATED (not billed)" if config.mode == "emulated" else ""
+    return PricedSystem(setup, plan, f"{info.vendor}/{info.plan_id} ({info.pricing_date}, {how}){emulated}")
 
 
 def estimate_conversation(priced: PricedSystem, cell: Cell, *, persona_usd_per_call: float,

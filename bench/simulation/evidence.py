@@ -2,9 +2,10 @@
 
 For each exchange: first-audio latency (TTFA) and TTFT/completion from the engine's stamps; the caller-heard
 latency — from the true end of the caller's speech to the start of the agent's speech as the caller hears it, found
-with TEN VAD (``metrics.speech_onset_ms``); the gaps between the turns (agent → caller: end of the agent's audio to
-the start of the caller's next speech); dead air (silences of at least ``dead_air_threshold_ms`` with neither party
-making a sound, between the caller starting to speak and the next turn); barge-in timing; and seed 000's PCM fields
+with TEN VAD (``bench.audio.vad.caller_heard_ms``, as in golden runs); the gaps between the turns (agent → caller:
+end of the agent's audio to the start of the caller's next speech); dead air (silences of at least
+``dead_air_threshold_ms`` with neither party making a sound, between the caller starting to speak and the next turn);
+barge-in timing; and seed 000's PCM fields
 of the caller audio sent and the agent audio received. Timing figures of unpaced audio are marked so.
 """
 
@@ -15,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from bench.audio.pcm import CANONICAL_RATE, resample_pcm16
+from bench.audio.vad import caller_heard_ms
 from bench.protocol import AudioDelta
 from bench.simulation.conversation import AttemptResult, TurnResult
-from bench.simulation.metrics import dead_air, pcm_metrics, sound_intervals, speech_onset_ms
+from bench.simulation.metrics import dead_air, pcm_metrics, sound_intervals
 
 VOICE_METRICS_SCHEMA = "1.0"
 
@@ -52,8 +54,7 @@ def voice_metrics(result: AttemptResult, *, dead_air_threshold_ms: float = 2000.
         window_end = ms(nxt.speech_start or nxt.exchange.started, nxt) if nxt is not None else len(agent) / 24.0
         heard = None
         if turn.speech_end is not None and len(agent) and zero is not None:
-            onset = speech_onset_ms(agent, after_ms=zero, until_ms=window_end)
-            heard = round(onset - zero, 3) if onset is not None else None
+            heard = caller_heard_ms(agent, CANONICAL_RATE, zero, until_ms=window_end)
             turn.folded["caller_heard_ms"] = heard
         inside = [(a, b) for a, b in agent_sound if zero is not None and b > zero and a < (window_end or a + 1)]
         agent_end = inside[-1][1] if inside else None

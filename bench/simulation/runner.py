@@ -76,6 +76,8 @@ class RunOptions:
     parallel: int = 1
     no_audio: bool = False
     max_cost_usd: float | None = None
+    #: charge EMULATED systems their list price (as ``voice-bench run --price-emulated``; they are not billed)
+    price_emulated: bool = False
     store_path: Path | None = None
     naturalness: bool | dict[str, Any] | None = None
     progress: bool = True
@@ -323,7 +325,7 @@ class SimulationRun:
             for setup in self.suite.systems:
                 self.input_modes[setup.id] = input_mode_for(setup.spec, self.run, self.adapters[setup.id].capabilities,
                                                             no_audio=self.options.no_audio)
-                self.priced[setup.id] = costs.price(setup)
+                self.priced[setup.id] = costs.price(setup, price_emulated=self.options.price_emulated)
             if isinstance(executor, LocalExecutor):
                 self.emulators = {k: v.emulator for k, v in executor.launched.items() if v.emulator is not None}
             if not resumed:

@@ -5,8 +5,8 @@ lead-in of silence, as a caller draws breath before speaking.
 
 * ``ToneSpeech`` — deterministic and seeded: each word is a tone burst whose pitch and length come from the seed and
   the word (transport tests; no speech recognizer can read it).
-* ``EspeakSpeech`` — espeak-ng (offline, per language) with the persona's rate, pitch and loudness; cached by
-  content hash like ``bench.audio.speech.SpeechSynthesizer``, whose cache directory and voices it shares.
+* ``EspeakSpeech`` — espeak-ng (offline, per language) with the persona's rate, pitch and loudness, through the
+  harness's one espeak-ng runner and cache (``bench.audio.speech.espeak_pcm``).
 * ``ElevenLabsSpeech`` — ElevenLabs text-to-speech (live) through the official ``elevenlabs`` SDK
   (``text_to_speech.stream`` with ``output_format=pcm_24000`` by default; other ``pcm_*`` rates are resampled). The
   voice id is the persona's voice when it is an ElevenLabs voice id (20 letters and digits), else
@@ -23,14 +23,12 @@ one slower), the script's voice and the environment (a noisy place makes the cal
 from __future__ import annotations
 
 import hashlib
-import io
 import math
 import os
 import re
 import shutil
 import subprocess
 import threading
-import wave
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +38,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.audio.elevenlabs import make_client, synthesize_pcm
-from bench.audio.pcm import CANONICAL_RATE, resample_pcm16
-from bench.audio.speech import DEFAULT_CACHE, VOICES
+from bench.audio.pcm import CANONICAL_RATE
+from bench.audio.speech import DEFAULT_CACHE, VOICES, espeak_key, espeak_pcm, speakable
 from bench.errors import ConfigError, ExecutionFailure
 from bench.protocol.redact import register_secret
 
@@ -121,30 +119,15 @@ class EspeakSpeech:
                                                                                           voice.language)
 
     def key(self, text: str, voice: Voice) -> str:
-        name = self.espeak_voice(voice)
-        return hashlib.sha256(f"espeak-ng|{name}|{voice.rate_wpm}|{voice.pitch}|{voice.amplitude}|{text}".encode()
-                              ).hexdigest()
+        return espeak_key(speakable(text), self.espeak_voice(voice), voice.rate_wpm, voice.pitch, voice.amplitude)
 
     def synthesize(self, text: str, voice: Voice) -> bytes:
-        path = self.cache_dir / f"{self.key(text, voice)}.pcm"
-        if path.exists():
+        pcm, cached = espeak_pcm(text, self.espeak_voice(voice), rate_wpm=voice.rate_wpm, pitch=voice.pitch,
+                                 amplitude=voice.amplitude, cache_dir=self.cache_dir)
+        if cached:
             self.cached += 1
-            return _lead_in() + path.read_bytes()
-        binary = shutil.which("espeak-ng")
-        if binary is None:
-            raise ConfigError("speech_provider espeak needs espeak-ng (Debian package espeak-ng)")
-        command = [binary, "-v", self.espeak_voice(voice), "-s", str(voice.rate_wpm), "-p", str(voice.pitch),
-                   "-a", str(voice.amplitude), "--stdout", text]
-        result = subprocess.run(command, capture_output=True, timeout=60, check=False)
-        if result.returncode != 0 or not result.stdout:
-            raise ConfigError(f"espeak-ng could not speak {voice.language!r}: "
-                              f"{result.stderr.decode(errors='replace')[:200]}")
-        with wave.open(io.BytesIO(result.stdout)) as wav:
-            rate = wav.getframerate()
-            frames = wav.readframes(wav.getnframes())
-        pcm = resample_pcm16(frames, rate, CANONICAL_RATE)
-        _write_cache(path, pcm)
-        self.synthesized += 1
+        else:
+            self.synthesized += 1
         return _lead_in() + pcm
 
 

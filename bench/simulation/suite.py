@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bench.config import RetryPolicy, SystemConfig
+from bench.config import SystemConfig
 from bench.engine.registry import REGISTRY, create_adapter, plugin_of, register
 from bench.engine.scheduler import check_capabilities
 from bench.errors import BenchError, ConfigError, Problem, ValidationFailed
@@ -155,7 +155,7 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
     else:
         raise ConfigError(f"endpoint {spec.system_id!r}: adapter: unknown adapter {adapter!r}; known: "
                           f"{', '.join(sorted([*REGISTRY, FAKE_ADAPTER]))} or a dotted path")
-    options = dict(spec.settings)
+    options = dict(spec.options)
     if mode == "emulated" and spec.emulator:
         options["emulator"] = dict(spec.emulator)
     if spec.answerer:
@@ -163,9 +163,9 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
     try:
         config = SystemConfig(id=spec.system_id, adapter=adapter, mode=mode, role=spec.role,
                               concurrency=spec.concurrency, timeout_s=spec.timeout_s,
-                              retry=RetryPolicy(max_attempts=spec.max_attempts), options=options)
+                              retry=spec.retry, options=options)
     except ValidationError as exc:  # its own text quotes the value (a refused literal credential's tail)
-        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors())
+        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'options'}: {e['msg']}" for e in exc.errors())
         raise ConfigError(f"endpoint {spec.system_id!r}: {fields}") from None
     except ValueError as exc:
         raise ConfigError(f"endpoint {spec.system_id!r}: {redact(str(exc))}") from None
@@ -275,6 +275,8 @@ def requirements(cell: Cell, input_mode: str) -> list[str]:
     required.append("audio_input" if input_mode == "audio" else "text_input")
     if cell.barge_in:
         required.append("interruption")
+    if cell.scenario.tools:
+        required.append("client_tools")
     return list(dict.fromkeys(required))
 
 
@@ -317,6 +319,13 @@ def _check_personas(run_path: Path, run: RunFile, cells: list[Cell], problems: l
 def _check_probes(cells: list[Cell], directories: list[Path], problems: list[Problem]) -> None:
     seen: set[str] = set()
     for cell in cells:
+        backend = cell.scenario.tool_backend
+        if backend is not None and backend not in seen:
+            seen.add(backend)
+            try:
+                load_custom(backend, directories, "tool_backend")
+            except ConfigError as exc:
+                problems.append(Problem(str(cell.scenario_file), cell.scenario.id, "tool_backend", str(exc)))
         probe = cell.scenario.eval_spec.outcome_probe
         if probe is None or probe.target in seen:
             continue
@@ -367,7 +376,7 @@ def load_suite(run_path: Path, *, no_audio: bool = False, check_adapters: bool =
             with search_path(directories):
                 adapter = create_adapter(setup.config)
         except BenchError as exc:
-            problems.append(Problem(str(run_path), entry, "endpoint.settings", str(exc)))
+            problems.append(Problem(str(run_path), entry, "endpoint.options", str(exc)))
             continue
         except Exception as exc:  # a custom factory that fails
             problems.append(Problem(str(run_path), entry, "endpoint.adapter", f"{type(exc).__name__}: {exc}"))

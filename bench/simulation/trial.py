@@ -30,6 +30,7 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,6 +41,10 @@ from bench.engine.conversation import event_rows
 from bench.engine.executors.base import Launcher
 from bench.engine.launch import LaunchedSystem, answerer_recipe, launch
 from bench.engine.registry import REGISTRY, create_adapter
+from bench.engine.retry import with_retries
+from bench.engine.scheduler import stored_events
+from bench.engine.tools import DictToolBackend, ToolBackend
+from bench.errors import ConfigError
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact, redact_value, register_secret
 from bench.records import TurnRecord
@@ -48,7 +53,7 @@ from bench.simulation import costs
 from bench.simulation.config import EndpointSpec, RunFile
 from bench.simulation.conversation import AttemptResult, PersonaFailure, TrialDriver, TrialPlan
 from bench.simulation.evidence import voice_metrics
-from bench.simulation.imports import load_custom, search_path
+from bench.simulation.imports import instantiate, load_custom, search_path
 from bench.simulation.llm import ChatClient
 from bench.simulation.personas import GoalPersona, ScriptedPersona, SynthesizedPersona
 from bench.simulation.speech import create_provider, voice_for
@@ -248,7 +253,21 @@ class TrialRunner:
                          pace_audio=self.run.pace_audio, speech=speech, voice=voice,
                          caller_factory=self._caller_factory(cell), session_delivery=setup.session_delivery,
                          idle_timeout_s=setup.spec.idle_timeout_s, turn_timeout_s=setup.config.timeout_s,
-                         record_audio=not self.no_audio)
+                         record_audio=not self.no_audio, tool_backend=self.tool_backend(cell.scenario))
+
+    def tool_backend(self, scenario: Any) -> ToolBackend | None:
+        """The scenario's tool backend (``tool_backend``), built for one trial; None when it names none."""
+        if scenario.tool_backend is None:
+            return None
+        what = f"scenario {scenario.id!r}: tool_backend"
+        built = instantiate(load_custom(scenario.tool_backend, self.search_dirs, what),
+                            dict(scenario.tool_backend_options), what)
+        if isinstance(built, Mapping):
+            return DictToolBackend(built)
+        if not isinstance(built, ToolBackend):
+            raise ConfigError(f"{what}: {scenario.tool_backend!r} gave neither a ToolBackend (async call(name, "
+                              "arguments)) nor a mapping of tool name to function")
+        return built
 
     # -- one conversation ---------------------------------------------------------------------------------------
     async def run_trial(self, unit: Unit, launched: SimulationSystem) -> tuple[ConversationRecord,
@@ -258,37 +277,31 @@ class TrialRunner:
         system = launched.for_data(unit.cell.data_name)
         driver = TrialDriver(system, self.plan(unit))
         attempts = 0
-        max_attempts = system.config.retry.max_attempts
         assert unit.bundle_dir is not None
         outcome = TrialOutcome(unit=unit, status="failed", attempts=0, started_at=now_iso(), finished_at="",
                                bundle_dir=unit.bundle_dir, cost_estimate_usd=unit.estimate)
         log.info("trial start: system=%s cell=%s trial=%d", unit.system_id, unit.cell.id, unit.trial + 1)
-        while True:
-            try:
-                attempt = await driver.run(attempts)
-                attempts += 1
-                outcome.status, outcome.attempt, outcome.exit_reason = "succeeded", attempt, attempt.exit_reason
-                break
-            except AdapterError as exc:
-                attempts += 1
-                if exc.retryable and attempts < max_attempts:
-                    delay = exc.retry_after_s if exc.retry_after_s is not None else 0.2 * 2 ** (attempts - 1)
-                    log.info("trial retry (%s): %s", exc.code, exc)
-                    await asyncio.sleep(min(delay, 10.0))
-                    continue
-                kind = "retryable" if exc.retryable else "not retryable"
-                outcome.failure_code, outcome.failure_reason = str(exc.code), redact(
-                    f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
-                break
-            except PersonaFailure as exc:
-                attempts += 1
-                outcome.failure_code, outcome.failure_reason = "persona", f"the persona model failed: {exc}"
-                break
-            except Exception as exc:  # a bug in an adapter must not lose the conversation or the run
-                attempts += 1
-                outcome.failure_code = str(ErrorCode.INTERNAL)
-                outcome.failure_reason = redact(f"unexpected {type(exc).__name__}: {exc}")
-                break
+
+        async def attempt() -> AttemptResult:
+            nonlocal attempts
+            attempts += 1
+            return await driver.run(attempts - 1)
+
+        def retrying(exc: AdapterError, delay: float) -> None:
+            log.info("trial retry (%s) in %.1f s: %s", exc.code, delay, exc)
+
+        try:
+            result = await with_retries(system.config.retry, attempt, on_retry=retrying)
+            outcome.status, outcome.attempt, outcome.exit_reason = "succeeded", result, result.exit_reason
+        except AdapterError as exc:
+            kind = "retryable" if exc.retryable else "not retryable"
+            outcome.failure_code, outcome.failure_reason = str(exc.code), redact(
+                f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
+        except PersonaFailure as exc:
+            outcome.failure_code, outcome.failure_reason = "persona", f"the persona model failed: {exc}"
+        except Exception as exc:  # a bug in an adapter must not lose the conversation or the run
+            outcome.failure_code = str(ErrorCode.INTERNAL)
+            outcome.failure_reason = redact(f"unexpected {type(exc).__name__}: {exc}")
         outcome.attempts = attempts
         if outcome.attempt is not None:
             await self._score(outcome)
@@ -497,9 +510,7 @@ class TrialRunner:
                 turns.append(TurnRecord(entry_id=f"{cell.id}#{turn.index:03d}", status="succeeded",
                                         attempts=outcome.attempts, turn_index=turn.index, input_mode=mode,
                                         started_at=turn.started_utc, **key, **fields))
-            for row in event_rows(attempt.stamps, attempt.origin):
-                events.append(StoredEvent(seq=row["seq"], t_ms=row["t_ms"], type=row["type"],
-                                          response_id=row["response_id"], detail=row["detail"]))
+            events = stored_events(attempt.stamps, attempt.origin)
         else:
             turns.append(TurnRecord(entry_id=f"{cell.id}#000", status="failed", failure_code=outcome.failure_code,
                                     failure_reason=outcome.failure_reason, attempts=max(outcome.attempts, 1),

@@ -110,8 +110,9 @@ def test_env_substitution(tmp_path, monkeypatch):
     judge = loaded.providers["judge"]
     assert judge.base_url == "http://127.0.0.1:9/v1" and judge.model == "judge-small"
     assert judge.api_key == "judge-key-123456"
-    # a whole reference in endpoint settings is left for the engine (it resolves and redacts it)
-    assert loaded.endpoint.settings["headers"]["Authorization"] == "${SIM_TOKEN}"
+    # a whole reference in endpoint options (here in their former spelling, settings) is left for the engine (it
+    # resolves and redacts it)
+    assert loaded.endpoint.options["headers"]["Authorization"] == "${SIM_TOKEN}"
     monkeypatch.delenv("SIM_JUDGE_KEY")
     with pytest.raises(ValidationFailed) as caught:
         load_run_file(run)
@@ -180,3 +181,44 @@ def test_the_hospital_example_validates(monkeypatch):
                                              "vapi", "retell", "livekit-baseline"}
     assert len(suite.environment_audio) == 3
     assert all(len(pcm) % 2 == 0 and len(pcm) > 24000 for pcm in suite.environment_audio.values())
+
+
+def test_an_endpoint_takes_the_run_configs_vocabulary_and_the_old_one_with_a_notice(tmp_path, capsys):
+    """``options`` and ``retry`` mean what they mean for a run config's system; ``settings`` and ``max_attempts``
+    are still read, with a deprecation notice naming the file and the key; both spellings at once are refused."""
+    from bench.config import RetryPolicy
+    from bench.simulation.suite import system_config
+
+    new, old, both = (tmp_path / name for name in ("new.yaml", "old.yaml", "both.yaml"))
+    new.write_text(textwrap.dedent("""
+        scenario_path: s.yaml
+        endpoint:
+          adapter: websocket
+          options: {url: "ws://127.0.0.1:9/ws"}
+          retry: {max_attempts: 4, initial_backoff_s: 0.5}
+    """), encoding="utf-8")
+    old.write_text(textwrap.dedent("""
+        scenario_path: s.yaml
+        endpoint:
+          adapter: websocket
+          settings: {url: "ws://127.0.0.1:9/ws"}
+          max_attempts: 4
+    """), encoding="utf-8")
+    both.write_text(textwrap.dedent("""
+        scenario_path: s.yaml
+        endpoint: {adapter: websocket, settings: {}, options: {}}
+    """), encoding="utf-8")
+    current = load_run_file(new)
+    assert capsys.readouterr().err == ""
+    former = load_run_file(old)
+    err = capsys.readouterr().err
+    assert "old.yaml: endpoint.settings is deprecated; write options" in err
+    assert "endpoint.max_attempts is deprecated; write retry.max_attempts" in err
+    assert current.endpoint.options == former.endpoint.options == {"url": "ws://127.0.0.1:9/ws"}
+    assert current.endpoint.retry == RetryPolicy(max_attempts=4, initial_backoff_s=0.5)
+    assert former.endpoint.retry == RetryPolicy(max_attempts=4)
+    config = system_config(current.endpoint, [tmp_path]).config
+    assert config.retry == current.endpoint.retry and config.options["url"] == "ws://127.0.0.1:9/ws"
+    with pytest.raises(ValidationFailed) as caught:
+        load_run_file(both)
+    assert "give options only" in str(caught.value.problems)

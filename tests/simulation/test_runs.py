@@ -47,7 +47,8 @@ def test_exit_4_when_the_endpoint_cannot_run(planning, tmp_path):
     assert _run(planning, tmp_path / "out", "--trials", "1") == 4
     trial = load_json(tmp_path / "out" / "trial-001" / "trial-report.json")
     assert trial["execution_status"] == "failed" and trial["failure_code"] == "server_error"
-    assert trial["attempts"] == 2 and "2 attempts" in trial["failure_reason"]
+    # the engine's one retry policy (``RetryPolicy``: three attempts by default, as for a golden entry)
+    assert trial["attempts"] == 3 and "3 attempts" in trial["failure_reason"]
     report = load_json(tmp_path / "out" / "run-report.json")
     assert report["execution_failures"] == 1 and report["process_exit_code"] == 4
 
@@ -63,12 +64,15 @@ def _priced(planning: Path) -> None:
 def test_cost_cap_stops_starting_conversations(planning, tmp_path, capsys):
     _priced(planning)
     assert _run(planning, tmp_path / "estimate", "--trials", "3", "--no-audio", "--estimate") == 0
+    assert "EMULATED: not billed" in capsys.readouterr().out  # the rule of voice-bench run: $0 unless asked
+    assert _run(planning, tmp_path / "estimate", "--trials", "3", "--no-audio", "--estimate",
+                "--price-emulated") == 0
     line = capsys.readouterr().out.splitlines()[0]
     estimate = float(line.split("$")[1].split()[0]) / 3  # one conversation
     assert estimate > 0
     cap = 1.5 * estimate
     assert _run(planning, tmp_path / "out", "--trials", "3", "--parallel", "3", "--no-audio",
-                "--max-cost-usd", f"{cap:.6f}") == 4
+                "--max-cost-usd", f"{cap:.6f}", "--price-emulated") == 4
     report = load_json(tmp_path / "out" / "run-report.json")
     cost = report["cost"]
     assert len(cost["not_started"]) == 2 and report["trial_count"] == 1
@@ -90,7 +94,7 @@ def test_a_canary_secret_in_settings_is_written_nowhere(planning, tmp_path, monk
     monkeypatch.setenv("SIM_CANARY_URL", f"wss://agent.invalid/api/evaluator/ws?accessToken={CANARY}")
     monkeypatch.setenv("SIM_CANARY_KEY", CANARY + "-judge")
     edit_yaml(planning, lambda d: (
-        d["endpoint"].update(settings={"url": "${SIM_CANARY_URL}"}),
+        d["endpoint"].update(options={"url": "${SIM_CANARY_URL}"}),
         d.update(providers={"judge": {"base_url": "http://127.0.0.1:9/v1?api_key=${SIM_CANARY_KEY}",
                                       "model": "m", "api_key": "${SIM_CANARY_KEY}"}})))
     artifacts = tmp_path / "out"

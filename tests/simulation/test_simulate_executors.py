@@ -82,7 +82,7 @@ def _matrix(planning: Path) -> None:
 
     def change(data: dict) -> None:
         fake = data.pop("endpoint")
-        fake.update(id="fake", settings={"url": "${SIM_CANARY_URL}"})
+        fake.update(id="fake", options={"url": "${SIM_CANARY_URL}"})
         realtime = {"id": "openai-realtime", "adapter": "openai_realtime", "input_mode": "text", "concurrency": 1,
                     **agent, "emulator": {"latency": {"first_token_median_ms": 20, "first_token_sigma": 0,
                                                       "audio_pacing": 0}}}
@@ -160,7 +160,7 @@ def test_local_and_ray_give_the_same_scored_summary_and_bundles(ray_cluster, pla
     for name in ("local", "ray"):
         artifacts = tmp_path / name
         assert run_cli("simulate", "run", str(planning), "--trials", "2", "--parallel", "3", "--artifacts-dir",
-                       str(artifacts), "--no-progress", "--executor", name) == 0
+                       str(artifacts), "--no-progress", "--executor", name, "--price-emulated") == 0
         summaries[name] = _summary(artifacts)
         summaries[name]["store"] = _stored(artifacts)
         for path in artifacts.rglob("*"):
@@ -169,6 +169,7 @@ def test_local_and_ray_give_the_same_scored_summary_and_bundles(ray_cluster, pla
     local, ray = summaries["local"], summaries["ray"]
     assert ray == local
     # the comparison is over a real matrix: two systems × two trials, every file of every bundle, real prices
+    # (the emulated system charged its list price: --price-emulated)
     assert local["trial_count"] == 4 and local["pass_power_k"] is True
     assert {c["system_id"] for c in local["cells"]} == {"fake", "openai-realtime"}
     assert local["cost"]["estimate_usd"] > 0 and local["cost"]["actual_usd"] > 0
@@ -230,13 +231,13 @@ def test_cost_cap_and_parallel_hold_on_ray(ray_cluster, planning, tmp_path, caps
         "answerer_options": {"database": "${VOICE_BENCH_PLANNER_DB:-}"},
         "emulator": {"latency": {"first_token_median_ms": 20, "first_token_sigma": 0, "audio_pacing": 0}}}))
     assert run_cli("simulate", "run", str(planning), "--trials", "3", "--no-audio", "--estimate",
-                   "--artifacts-dir", str(tmp_path / "estimate")) == 0
+                   "--price-emulated", "--artifacts-dir", str(tmp_path / "estimate")) == 0
     estimate = float(capsys.readouterr().out.splitlines()[0].split("$")[1].split()[0]) / 3
 
     def run(name: str, parallel: int, cap: float | None) -> SimulationRun:
         simulation = SimulationRun(load_suite(planning), RunOptions(
             artifacts_dir=tmp_path / name, trials=3, parallel=parallel, no_audio=True, max_cost_usd=cap,
-            progress=False, executor="ray"))
+            price_emulated=True, progress=False, executor="ray"))
         asyncio.run(simulation.execute())
         return simulation
 
