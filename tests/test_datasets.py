@@ -200,6 +200,13 @@ def test_the_blind_phase_a2_file_loads() -> None:
     assert all(e.provenance and e.provenance.startswith("blind:") for e in blind.entries)
 
 
+def test_every_blind_file_validates_on_its_own_and_is_blind() -> None:
+    assert len(BLIND_FILES) >= 2  # phase A.2 and the phase B.3 top-up
+    for path in BLIND_FILES:
+        (blind,) = validate_files([path], duplicates=True)
+        assert all(e.provenance and e.provenance.startswith("blind:") for e in blind.entries), path
+
+
 def _file(tmp_path: Path, entries: list[dict], version: str = "1.1", **extra) -> Path:
     path = tmp_path / f"g{len(list(tmp_path.iterdir()))}.json"
     path.write_text(json.dumps({"schema_version": version, "entries": entries, **extra}), encoding="utf-8")
