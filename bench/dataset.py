@@ -218,13 +218,22 @@ def _known_doc_ids() -> set[str]:
     return {doc.id for doc in load_knowledge_base().documents}
 
 
-def _suite_members(path: Path, problems: list[Problem]) -> list[Path] | None:
-    """The member files when ``path`` is a suite manifest (an object with ``files`` and no ``entries``), else None."""
+def _manifest_data(path: Path) -> dict | None:
+    """The parsed JSON of ``path`` when it is shaped as a suite manifest (``files`` and no ``entries``), else None
+    (an unreadable file is reported by the golden-file reader, with line and column)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None  # reported by the golden-file reader with line and column
+        return None
     if not isinstance(data, dict) or "entries" in data or "files" not in data:
+        return None
+    return data
+
+
+def _suite_members(path: Path, problems: list[Problem]) -> list[Path] | None:
+    """The member files when ``path`` is a suite manifest, else None; a bad manifest adds problems."""
+    data = _manifest_data(path)
+    if data is None:
         return None
     name = str(path)
     try:
@@ -243,7 +252,7 @@ def _suite_members(path: Path, problems: list[Problem]) -> list[Path] | None:
         if member_path in members:
             problems.append(Problem(name, "-", f"files.{index}", f"{member!r} is listed twice"))
             continue
-        if member_path.exists() and _suite_members(member_path, []) is not None:
+        if _manifest_data(member_path) is not None:
             problems.append(Problem(name, "-", f"files.{index}", f"{member!r} is a suite; a suite lists golden "
                                     "files only"))
             continue

@@ -350,7 +350,8 @@ def test_a_suite_refuses_ids_repeated_across_its_files_and_bad_manifests(tmp_pat
     for content, message in (({"suite_version": "9", "files": [a.name]}, "unsupported suite version"),
                              ({"suite_version": "1.0", "files": []}, "files"),
                              ({"suite_version": "1.0", "files": ["missing.json"]}, "file not found"),
-                             ({"suite_version": "1.0", "files": [manifest.name]}, "is a suite")):
+                             ({"suite_version": "1.0", "files": [manifest.name]}, "is a suite"),
+                             ({"suite_version": "1.0", "files": ["other.json"]}, "is a suite")):  # itself
         other = tmp_path / "other.json"
         other.write_text(json.dumps(content), encoding="utf-8")
         with pytest.raises(ValidationFailed, match=message):
