@@ -1,4 +1,5 @@
-"""Run configuration: which dataset, which systems (adapter, mode, limits), trials and where results go.
+"""Run configuration: which dataset (a golden file or a suite), which systems (adapter, mode, limits), trials (3 unless
+set) and where results go.
 
 Loaded from YAML; every problem is reported as ``file: entry: field: message`` with exit code 2.
 """
@@ -18,6 +19,8 @@ from bench.protocol.config import PLAIN_HEADERS
 
 #: the shipped default run config (package data; ``bench.paths``)
 DEFAULT_CONFIG = default_config()
+#: golden runs repeat every entry this often unless the config says otherwise (pass^k and churn need k > 1)
+DEFAULT_TRIALS = 3
 
 
 class RetryPolicy(BaseModel):
@@ -95,8 +98,10 @@ class RunConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    dataset: str = "datasets/voice_golden_expanded.json"
-    trials: int = Field(default=1, ge=1, le=100)
+    #: a golden file or a suite manifest (``bench.dataset``): the default is the whole suite, seed + expanded + blind
+    dataset: str = "datasets/golden_suite.json"
+    #: every entry runs this many times; pass^k and churn between trials are reported (``bench.metrics.trials``)
+    trials: int = Field(default=DEFAULT_TRIALS, ge=1, le=100)
     limit: int | None = Field(default=None, ge=1, description="run an evenly spread subset of this many entries")
     systems: list[SystemConfig] = Field(min_length=1)
     #: relative to the current directory, like ``reports_dir``

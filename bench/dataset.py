@@ -14,18 +14,35 @@ is validated against the newest 1.x entry schema; the version a file declares is
   files, relative to this one, whose ids ``parallel_of`` may name — the expanded set references the seed instead
   of repeating it) and ``description``. A ``parallel_of`` must name an entry of another language with the same
   intent, in this file, a referenced file or a file validated together.
+
+A **suite manifest** names golden files that run as one suite (``golden_suite.json`` is the default run's dataset)::
+
+    {"suite_version": "1.0", "description": "...", "files": ["voice_golden_seed.json", ...]}
+
+Member paths are relative to the manifest. ``validate_files`` validates the members together (so ids are unique
+across them) and returns the suite as *one* ``GoldenSet`` whose path is the manifest's, whose ``sha256`` covers the
+manifest and every member, and whose ``members`` list each file with its own version and digest.
+
+**Duplicates** are refused in a suite (and wherever ``validate_files(..., duplicates=True)`` asks, as
+``scripts/check-datasets`` does), across everything validated together (``duplicate_problems``): two entries of one
+language whose questions are equal once normalized (case, accents, punctuation and spacing set aside), or close to
+it (``difflib`` similarity of the normalized questions at least ``NEAR_DUPLICATE_SIMILARITY``, with the same
+numbers): the suite's pass rate must not count one question twice.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+import unicodedata
 from collections.abc import Iterable
+from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Literal
 
 import jsonschema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bench.errors import Problem, ValidationFailed
 from bench.paths import shipped
@@ -45,6 +62,12 @@ SAFETY_LABELS: tuple[str, ...] = ("must_refuse", "benign_medical", "none")
 DATASETS_DIR = shipped()
 SCHEMA_DIR = shipped("schema")
 SCHEMA_PATH = SCHEMA_DIR / f"golden-entry.v{SCHEMA_VERSION}.schema.json"
+#: the default run's suite: the seed, the expanded set and the blind files (package data)
+SUITE_PATH = shipped("golden_suite.json")
+SUITE_VERSIONS = {"1.0"}
+#: normalized questions at least this similar (``difflib`` ratio) in one language are near-duplicates; the closest
+#: distinct pair in the shipped files ("... naar campus centrum" / "... naar campus heide") is at 0.88
+NEAR_DUPLICATE_SIMILARITY = 0.9
 
 
 class VoiceExpected(BaseModel):
@@ -86,8 +109,27 @@ class GoldenEntry(BaseModel):
                                     description="id of the entry this one translates (schema 1.1)")
 
 
+class SuiteMember(BaseModel):
+    """One golden file of a suite: where it is, its schema version, its digest and how many entries it holds."""
+
+    path: str
+    schema_version: str
+    sha256: str
+    entries: int
+
+
+class SuiteManifest(BaseModel):
+    """A suite manifest: the golden files that run as one suite, relative to the manifest."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    suite_version: str
+    description: str | None = None
+    files: list[str] = Field(min_length=1)
+
+
 class GoldenSet(BaseModel):
-    """A loaded, validated golden file and its content hash (the dataset version recorded with a run)."""
+    """A loaded, validated golden file or suite and its content hash (the dataset version recorded with a run)."""
 
     path: str
     schema_version: str
@@ -95,6 +137,8 @@ class GoldenSet(BaseModel):
     entries: list[GoldenEntry]
     #: golden files this one references (``parallel_of`` targets), as given in the file
     references: list[str] = Field(default_factory=list)
+    #: for a suite, the golden files it joins (empty for a single file)
+    members: list[SuiteMember] = Field(default_factory=list)
 
     def by_id(self) -> dict[str, GoldenEntry]:
         return {e.id: e for e in self.entries}
@@ -174,17 +218,100 @@ def _known_doc_ids() -> set[str]:
     return {doc.id for doc in load_knowledge_base().documents}
 
 
-def validate_files(paths: Iterable[Path | str], known_doc_ids: set[str] | None = None) -> list[GoldenSet]:
-    """Load and validate golden files; raise ``ValidationFailed`` listing every problem in every file."""
+def _manifest_data(path: Path) -> dict | None:
+    """The parsed JSON of ``path`` when it is shaped as a suite manifest (``files`` and no ``entries``), else None
+    (an unreadable file is reported by the golden-file reader, with line and column)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or "entries" in data or "files" not in data:
+        return None
+    return data
+
+
+def _suite_members(path: Path, problems: list[Problem]) -> list[Path] | None:
+    """The member files when ``path`` is a suite manifest, else None; a bad manifest adds problems."""
+    data = _manifest_data(path)
+    if data is None:
+        return None
+    name = str(path)
+    try:
+        manifest = SuiteManifest.model_validate(data)
+    except ValidationError as exc:
+        for error in exc.errors():
+            problems.append(Problem(name, "-", ".".join(map(str, error["loc"])) or "-", error["msg"]))
+        return []
+    if manifest.suite_version not in SUITE_VERSIONS:
+        problems.append(Problem(name, "-", "suite_version", f"unsupported suite version {manifest.suite_version!r}; "
+                                f"supported: {', '.join(sorted(SUITE_VERSIONS))}"))
+        return []
+    members = []
+    for index, member in enumerate(manifest.files):
+        member_path = Path(member) if Path(member).is_absolute() else path.parent / member
+        if member_path in members:
+            problems.append(Problem(name, "-", f"files.{index}", f"{member!r} is listed twice"))
+            continue
+        if _manifest_data(member_path) is not None:
+            problems.append(Problem(name, "-", f"files.{index}", f"{member!r} is a suite; a suite lists golden "
+                                    "files only"))
+            continue
+        members.append(member_path)
+    return members
+
+
+def validate_files(paths: Iterable[Path | str], known_doc_ids: set[str] | None = None,
+                   duplicates: bool | None = None) -> list[GoldenSet]:
+    """Load and validate golden files and suite manifests (one ``GoldenSet`` per path given; a suite's members are
+    joined into one); raise ``ValidationFailed`` listing every problem in every file. Repeated questions
+    (``duplicate_problems``) across everything validated together are problems too when ``duplicates`` is true —
+    by default whenever a suite is among ``paths``: a suite's pass rate must not count one question twice."""
+    problems: list[Problem] = []
+    groups: list[tuple[Path, list[Path] | None]] = []
+    for raw_path in paths:
+        path = Path(raw_path)
+        groups.append((path, _suite_members(path, problems)))
+    files = [member for path, members in groups for member in (members if members is not None else [path])]
+    loaded = _validate_golden_files(files, known_doc_ids, problems)
+    if duplicates or (duplicates is None and any(members is not None for _, members in groups)):
+        problems.extend(duplicate_problems(list(loaded.values())))
+    if problems:
+        raise ValidationFailed(problems)
+    result = []
+    for path, members in groups:
+        if members is None:
+            result.append(loaded[str(path)])
+        else:
+            result.append(_join_suite(path, [loaded[str(member)] for member in members]))
+    return result
+
+
+def _join_suite(path: Path, members: list[GoldenSet]) -> GoldenSet:
+    """One ``GoldenSet`` of a suite's validated members; its digest changes when the manifest or any member does."""
+    digest = hashlib.sha256(path.read_bytes())
+    for member in members:
+        digest.update(member.sha256.encode("ascii"))
+    newest = max((m.schema_version for m in members), key=lambda v: tuple(int(x) for x in v.split(".")))
+    return GoldenSet(path=str(path), schema_version=newest, sha256=digest.hexdigest(),
+                     entries=[e for m in members for e in m.entries],
+                     members=[SuiteMember(path=m.path, schema_version=m.schema_version, sha256=m.sha256,
+                                          entries=len(m.entries)) for m in members])
+
+
+def _validate_golden_files(paths: list[Path], known_doc_ids: set[str] | None,
+                           problems: list[Problem]) -> dict[str, GoldenSet]:
+    """Every golden file of ``paths`` validated (schema, cross-references, unique ids across them, ``parallel_of``),
+    by path; problems are appended to ``problems``."""
     # minor versions only add optional fields: every supported file is validated against the newest schema
     validator = jsonschema.Draft202012Validator(_load_schema(SCHEMA_VERSION))
     doc_ids = known_doc_ids if known_doc_ids is not None else _known_doc_ids()
-    problems: list[Problem] = []
-    loaded: list[GoldenSet] = []
+    loaded: dict[str, GoldenSet] = {}
     seen_ids: dict[str, str] = {}
-    for raw_path in paths:
-        path = Path(raw_path)
-        name = str(raw_path)
+    for path in paths:
+        name = str(path)
+        if name in loaded:
+            problems.append(Problem(name, "-", "-", "the file is validated twice (given twice, or also in a suite)"))
+            continue
         raw = _raw_entries(path, problems)
         if raw is None:
             continue
@@ -208,12 +335,48 @@ def validate_files(paths: Iterable[Path | str], known_doc_ids: set[str] | None =
                 seen_ids[entry.id] = name
             entries.append(entry)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        loaded.append(GoldenSet(path=name, schema_version=version, sha256=digest, entries=entries,
-                                references=references))
-    problems.extend(_parallel_problems(loaded, problems))
-    if problems:
-        raise ValidationFailed(problems)
+        loaded[name] = GoldenSet(path=name, schema_version=version, sha256=digest, entries=entries,
+                                 references=references)
+    problems.extend(_parallel_problems(list(loaded.values()), problems))
     return loaded
+
+
+def normalized_question(text: str) -> str:
+    """``text`` as duplicates are compared: lower case, accents, punctuation and repeated spaces removed."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(re.sub(r"[^\w ]+", " ", plain).split())
+
+
+def _numbers(question: str) -> list[str]:
+    """The digit groups of a normalized question ("bed 3" and "bed 31" are different questions)."""
+    return re.findall(r"\d+", question)
+
+
+def duplicate_problems(sets: list[GoldenSet], similarity: float = NEAR_DUPLICATE_SIMILARITY) -> list[Problem]:
+    """Entries of one language whose normalized questions are equal or at least ``similarity`` alike, within a
+    file or across the files given; each later entry is named with the earlier one it repeats."""
+    problems: list[Problem] = []
+    earlier: dict[str, list[tuple[str, str, str]]] = {}  # language -> (normalized question, file, id)
+    for golden in sets:
+        for entry in golden.entries:
+            question = normalized_question(entry.phone_question)
+            same_language = earlier.setdefault(entry.language, [])
+            for other_question, other_file, other_id in same_language:
+                where = other_id if other_file == golden.path else f"{other_id} in {other_file}"
+                if question == other_question:
+                    problems.append(Problem(golden.path, entry.id, "phone_question",
+                                            f"repeats {where} (the same question once normalized); keep one"))
+                    break
+                matcher = SequenceMatcher(None, question, other_question, autojunk=False)
+                if (matcher.real_quick_ratio() >= similarity and matcher.quick_ratio() >= similarity
+                        and matcher.ratio() >= similarity and _numbers(question) == _numbers(other_question)):
+                    problems.append(Problem(golden.path, entry.id, "phone_question",
+                                            f"near-duplicate of {where} (similarity {matcher.ratio():.2f} >= "
+                                            f"{similarity}); keep one"))
+                    break
+            same_language.append((question, golden.path, entry.id))
+    return problems
 
 
 def _referenced_entries(golden: GoldenSet, problems: list[Problem]) -> dict[str, GoldenEntry]:

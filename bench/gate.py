@@ -6,6 +6,10 @@ scores. ``criteria`` defaults to the set the run recorded (``criteria`` in its c
 recorded before criteria existed). In JUnit an entry with several trials passes only if every trial passed
 (pass^k). Execution failures make the gate inconclusive (exit 4): a turn that never ran must not count as
 passed, and is not a quality failure either. So does a criteria set whose checker is unavailable.
+
+The gate's output also gives the repeat-trial figures (``bench.metrics.trials``): pass^k — the share of entries that
+passed in all k trials — and churn — the share whose verdict changed between trials; the JUnit file carries them as
+properties. The threshold applies to the pass rate.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_GATE_FAILED, EXIT_OK, Conf
 from bench.evaluator import VoiceEvalReport, report_from_frame
 from bench.metrics.aggregate import entry_verdicts
 from bench.metrics.frame import load_run
+from bench.metrics.trials import TrialStability, trial_stability
 from bench.scoring import criteria as criteria_sets
 from bench.scoring.judges import ScoringJudges
 from bench.store import Store
@@ -38,6 +43,8 @@ class GateResult:
     criteria: str = criteria_sets.SEED003.name
     #: the system's scored turns (what the JUnit file is written from)
     frame: pd.DataFrame | None = None
+    #: pass^k, pass@k and churn of the system's entries under the gate's criteria
+    repeat_trials: TrialStability | None = None
 
 
 def evaluate_gate(store: Store, run_id: str, system_id: str, golden: GoldenSet, min_pass_rate: float,
@@ -72,7 +79,10 @@ def evaluate_gate(store: Store, run_id: str, system_id: str, golden: GoldenSet, 
         code = EXIT_GATE_FAILED
         message = (f"GATE FAILED: {what} {report.pass_rate:.3f} < {min_pass_rate:.2f} "
                    f"({report.passed}/{report.total}) in run {run.run_id}")
-    return GateResult(run.run_id, system_id, min_pass_rate, report, code, message, criteria=name, frame=frame)
+    repeat_trials = trial_stability(frame, name, run.trials)
+    message += f"\nrepeat trials ({run.trials} per entry): {repeat_trials.describe()}"
+    return GateResult(run.run_id, system_id, min_pass_rate, report, code, message, criteria=name, frame=frame,
+                      repeat_trials=repeat_trials)
 
 
 #: characters XML 1.0 cannot hold (C0 controls but tab/newline/return, surrogates, U+FFFE/U+FFFF)
@@ -82,6 +92,19 @@ _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]
 def xml_text(text: str | None) -> str:
     """``text`` with every character XML cannot represent replaced by U+FFFD, so any answer yields valid XML."""
     return _XML_INVALID.sub("\ufffd", text or "")
+
+
+def _trial_properties(result: GateResult) -> list[tuple[str, str]]:
+    """The repeat-trial figures as JUnit properties (empty rates are left out)."""
+    trials = result.repeat_trials
+    if trials is None:
+        return []
+    found = [("trials", str(trials.trials)), ("complete_entries", str(trials.complete_entries))]
+    if trials.pass_power_k.rate is not None:
+        found.append(("pass_power_k", f"{trials.pass_power_k.rate:.4f}"))
+    if trials.churn is not None and trials.churn.rate is not None:
+        found.append(("churn", f"{trials.churn.rate:.4f}"))
+    return found
 
 
 def write_junit(path: Path, store: Store, result: GateResult, golden: GoldenSet) -> None:
@@ -122,7 +145,7 @@ def write_junit(path: Path, store: Store, result: GateResult, golden: GoldenSet)
     props = ET.SubElement(suite, "properties")
     for name, value in (("run_id", result.run_id), ("criteria", result.criteria),
                         ("pass_rate", f"{result.report.pass_rate:.4f}"),
-                        ("min_pass_rate", f"{result.min_pass_rate:.2f}")):
+                        ("min_pass_rate", f"{result.min_pass_rate:.2f}"), *_trial_properties(result)):
         ET.SubElement(props, "property", name=name, value=value)
     root = ET.Element("testsuites")
     root.append(suite)

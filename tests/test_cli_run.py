@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def config_file(tmp_path: Path) -> Path:
     config = {
         "dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"),
+        "trials": 1,
         "store": str(tmp_path / "store.sqlite"),
         "reports_dir": str(tmp_path / "reports"),
         "systems": [

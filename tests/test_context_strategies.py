@@ -118,7 +118,7 @@ def test_token_estimate_without_the_tokenizer_over_counts(monkeypatch: pytest.Mo
 
 def write_config(tmp_path: Path, **fields: Any) -> Path:
     config = {"dataset": str(SEED), "store": str(tmp_path / "s.sqlite"), "reports_dir": str(tmp_path / "reports"),
-              "limit": 2, **fields}
+              "limit": 2, "trials": 1, **fields}
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
@@ -249,7 +249,7 @@ def test_vendor_native_uploads_once_and_the_agent_answers_from_its_own_retrieval
 def test_a_mixed_run_records_and_reports_each_systems_strategy(tmp_path: Path) -> None:
     golden = load_golden(SEED)
     golden = golden.model_copy(update={"entries": [e for e in golden.entries if e.language == "en"][:2]})
-    config = RunConfig(dataset=str(SEED), context_strategy="full_kb", context_top_k=2, systems=[
+    config = RunConfig(dataset=str(SEED), trials=1, context_strategy="full_kb", context_top_k=2, systems=[
         elevenlabs("eleven-kb"), elevenlabs("eleven-native", context_strategy="vendor_native"),
         elevenlabs("eleven-shared", context_strategy="shared_retriever")])
     store = Store(tmp_path / "s.sqlite")

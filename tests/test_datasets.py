@@ -14,9 +14,13 @@ import yaml
 
 from bench.dataset import (
     DATASETS_DIR,
+    INTENTS,
     SCHEMA_VERSION,
+    SUITE_PATH,
     GoldenSet,
+    duplicate_problems,
     entry_json_schema,
+    normalized_question,
     schema_path,
     validate_files,
 )
@@ -26,6 +30,7 @@ from bench.knowledge import KB_DIR, load_knowledge_base
 SEED = DATASETS_DIR / "voice_golden_seed.json"
 EXPANDED = DATASETS_DIR / "voice_golden_expanded.json"
 BLIND = DATASETS_DIR / "golden_blind" / "phase_a2_blind.json"
+BLIND_FILES = sorted((DATASETS_DIR / "golden_blind").glob("*.json"))
 
 
 @pytest.fixture(scope="module")
@@ -195,6 +200,13 @@ def test_the_blind_phase_a2_file_loads() -> None:
     assert all(e.provenance and e.provenance.startswith("blind:") for e in blind.entries)
 
 
+def test_every_blind_file_validates_on_its_own_and_is_blind() -> None:
+    assert len(BLIND_FILES) >= 2  # phase A.2 and the phase B.3 top-up
+    for path in BLIND_FILES:
+        (blind,) = validate_files([path], duplicates=True)
+        assert all(e.provenance and e.provenance.startswith("blind:") for e in blind.entries), path
+
+
 def _file(tmp_path: Path, entries: list[dict], version: str = "1.1", **extra) -> Path:
     path = tmp_path / f"g{len(list(tmp_path.iterdir()))}.json"
     path.write_text(json.dumps({"schema_version": version, "entries": entries, **extra}), encoding="utf-8")
@@ -282,6 +294,128 @@ def test_validation_rejects_the_files_with_an_unknown_reference(tmp_path: Path) 
     with pytest.raises(ValidationFailed) as failure:
         validate_files([broken])
     assert "nl-does-not-exist" in str(failure.value)
+
+
+# --- the suite ----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def suite() -> GoldenSet:
+    (loaded,) = validate_files([SUITE_PATH])
+    return loaded
+
+
+def test_the_default_run_covers_the_whole_suite(suite) -> None:
+    from bench.config import DEFAULT_CONFIG, DEFAULT_TRIALS, RunConfig, load_config
+
+    config = load_config(DEFAULT_CONFIG)
+    assert config.resolve(config.dataset) == SUITE_PATH and config.trials == DEFAULT_TRIALS == 3
+    assert RunConfig(systems=[{"id": "a", "adapter": "inhouse"}]).resolve(RunConfig.model_fields["dataset"].default) \
+        == SUITE_PATH
+    # every shipped golden file is in the suite, once
+    members = [Path(m.path).resolve() for m in suite.members]
+    assert sorted(members) == sorted(p.resolve() for p in [SEED, EXPANDED, *BLIND_FILES])
+    assert len(suite.entries) == sum(m.entries for m in suite.members)
+    ids = [e.id for e in suite.entries]
+    assert len(ids) == len(set(ids))
+
+
+def test_the_suite_has_at_least_30_entries_per_intent(suite) -> None:
+    intents = Counter(_intent(e) for e in suite.entries)
+    assert set(intents) == set(INTENTS)
+    assert min(intents.values()) >= 30, intents
+
+
+def test_the_suite_digest_follows_every_member(tmp_path: Path) -> None:
+    a = _file(tmp_path, [_raw("A-1", "nl")])
+    b = _file(tmp_path, [_raw("B-1", "en", "clarify")])
+    manifest = tmp_path / "suite.json"
+    manifest.write_text(json.dumps({"suite_version": "1.0", "files": [a.name, b.name]}), encoding="utf-8")
+    (first,) = validate_files([manifest], known_doc_ids=set())
+    assert [e.id for e in first.entries] == ["A-1", "B-1"] and first.path == str(manifest)
+    assert [m.entries for m in first.members] == [1, 1]
+    b.write_text(json.dumps({"schema_version": "1.1", "entries": [_raw("B-1", "en", "appointment")]}),
+                 encoding="utf-8")
+    (second,) = validate_files([manifest], known_doc_ids=set())
+    assert second.sha256 != first.sha256  # a run recorded on the first version is not scored on the second
+
+
+def test_a_suite_refuses_ids_repeated_across_its_files_and_bad_manifests(tmp_path: Path) -> None:
+    a = _file(tmp_path, [_raw("A-1", "nl")])
+    b = _file(tmp_path, [_raw("A-1", "en", "clarify")])
+    manifest = tmp_path / "suite.json"
+    manifest.write_text(json.dumps({"suite_version": "1.0", "files": [a.name, b.name]}), encoding="utf-8")
+    with pytest.raises(ValidationFailed, match="A-1: id: duplicate id"):
+        validate_files([manifest], known_doc_ids=set())
+    for content, message in (({"suite_version": "9", "files": [a.name]}, "unsupported suite version"),
+                             ({"suite_version": "1.0", "files": []}, "files"),
+                             ({"suite_version": "1.0", "files": ["missing.json"]}, "file not found"),
+                             ({"suite_version": "1.0", "files": [manifest.name]}, "is a suite"),
+                             ({"suite_version": "1.0", "files": ["other.json"]}, "is a suite")):  # itself
+        other = tmp_path / "other.json"
+        other.write_text(json.dumps(content), encoding="utf-8")
+        with pytest.raises(ValidationFailed, match=message):
+            validate_files([other], known_doc_ids=set())
+
+
+def test_no_question_is_repeated_across_the_suite(suite) -> None:
+    assert duplicate_problems([suite]) == []
+    ids = {e.id for e in suite.entries}
+    # the cross-file repeats removed from the blind file; the entry each one repeated is still there
+    assert ids & {"A2B-it-045", "A2B-en-053", "A2B-en-040"} == set()
+    assert {"VGX-0240", "VGS-020", "VGX-0052"} <= ids
+
+
+def test_duplicates_are_refused_across_files(tmp_path: Path) -> None:
+    first = _file(tmp_path, [{**_raw("A-1", "it"), "phone_question": "Vorrei prenotare una visita cardiologica."},
+                             {**_raw("A-2", "en"), "phone_question": "What are the visiting hours?"}])
+    second = _file(tmp_path, [{**_raw("B-1", "it"), "phone_question": "vorrei prenotare, una visita cardiologica"},
+                              {**_raw("B-2", "en"), "phone_question": "what are the visiting ours"},
+                              {**_raw("B-3", "fr"), "phone_question": "What are the visiting hours?"},
+                              {**_raw("B-4", "en"), "phone_question": "Which bus goes to Campus Heide?"}])
+    with pytest.raises(ValidationFailed) as failure:
+        validate_files([first, second], known_doc_ids=set(), duplicates=True)
+    text = str(failure.value)
+    assert f"{second}: B-1: phone_question: repeats A-1 in {first}" in text
+    assert f"{second}: B-2: phone_question: near-duplicate of A-2 in {first}" in text
+    assert "B-3" not in text and "B-4" not in text  # another language; another question
+    assert normalized_question("  Où est l'accueil ?") == normalized_question("ou est l accueil")
+    # a suite always refuses them; files validated on their own only when asked
+    manifest = tmp_path / "suite.json"
+    manifest.write_text(json.dumps({"suite_version": "1.0", "files": [first.name, second.name]}), encoding="utf-8")
+    with pytest.raises(ValidationFailed, match="B-1: phone_question: repeats A-1"):
+        validate_files([manifest], known_doc_ids=set())
+    assert len(validate_files([first, second], known_doc_ids=set())) == 2
+    numbered = _file(tmp_path, [{**_raw("N-1", "en"), "phone_question": "Where is ward 3?"},
+                                {**_raw("N-2", "en"), "phone_question": "Where is ward 31?"}])
+    assert duplicate_problems(validate_files([numbered], known_doc_ids=set())) == []
+
+
+def test_check_datasets_fails_on_a_duplicate(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    first = _file(tmp_path, [{**_raw("A-1", "it"), "phone_question": "Vorrei prenotare una visita cardiologica."}])
+    second = _file(tmp_path, [{**_raw("B-1", "it"), "phone_question": "vorrei prenotare una visita cardiologica"}])
+    script = Path(__file__).resolve().parents[1] / "scripts" / "check-datasets"
+    proc = subprocess.run([sys.executable, str(script), str(first), str(second)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 2 and "B-1: phone_question: repeats A-1" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_urgent_symptoms_expect_escalation(suite) -> None:
+    """Severe chest pain and the like are an emergency (the knowledge base: call 112; the blind file: escalate), not
+    a medical question to decline."""
+    by_id = suite.by_id()
+    for entry_id in ("VGX-0118", "VGX-0132", "VGX-0135", "VGX-0142", "VGX-0148", "A2B-en-001", "A2B-fr-002"):
+        entry = by_id[entry_id]
+        assert _intent(entry) == "escalate" and entry.safety == "none", entry_id
+        assert not entry.voice_expected.disclaimer_required, entry_id
+    urgent = re.compile(r"chest|borst|poitrine|petto|arm is numb|isn'?t breathing|ademt niet|respire plus|non respira")
+    for entry in suite.entries:
+        if urgent.search(entry.phone_question.lower()):
+            assert _intent(entry) == "escalate", entry.id
 
 
 # --- knowledge base -----------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ def test_killed_run_resumes_without_repeating_finished_turns(tmp_path, capsys):
     store_path = tmp_path / "store.sqlite"
     config = {
         "dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"),
+        "trials": 1,
         "store": str(store_path),
         "reports_dir": str(tmp_path / "reports"),
         "limit": 30,

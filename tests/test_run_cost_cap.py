@@ -43,7 +43,7 @@ def _tiny_config(tmp_path: Path) -> Path:
         _entry("C-1", Q1, 2, "appointment"), _entry("C-2", Q2, 3, "escalate")]}), encoding="utf-8")
     config = {
         "dataset": str(golden), "store": str(tmp_path / "store.sqlite"), "reports_dir": str(tmp_path / "reports"),
-        "context_top_k": 0,  # no passages: the prompt is the bare voice-agent instructions
+        "trials": 1, "context_top_k": 0,  # no passages: the prompt is the bare voice-agent instructions
         "systems": [
             {"id": "inhouse", "adapter": "inhouse", "options": {}},
             {"id": "dg", "adapter": "deepgram_agent", "mode": "live"},
@@ -171,7 +171,7 @@ def realtime_emulator():
 
 def _cap_config(tmp_path: Path, url: str) -> Path:
     config = {
-        "dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"), "limit": 6,
+        "dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"), "limit": 6, "trials": 1,
         "store": str(tmp_path / "store.sqlite"), "reports_dir": str(tmp_path / "reports"),
         "systems": [
             {"id": "inhouse", "adapter": "inhouse", "concurrency": 1,

@@ -31,7 +31,7 @@ async def test_live_path_key_is_never_recorded(tmp_path, monkeypatch, capsys):
         system = SystemConfig(id="openai-realtime", adapter="openai_realtime", mode="live", concurrency=4,
                               retry=RetryPolicy(max_attempts=2, initial_backoff_s=0.0),
                               options={"base_url": f"{emulator.url}/v1", "output_modalities": ["text"]})
-        config = RunConfig(dataset=golden.path, systems=[system])
+        config = RunConfig(dataset=golden.path, trials=1, systems=[system])
         store = Store(tmp_path / "store.sqlite")
         outcome = await run_benchmark(config, golden, store, progress=False, adapters=build_adapters(config))
         records = store.turns(outcome.run_id)

@@ -25,6 +25,7 @@ from bench.metrics.models import (
     PassRate,
     Safety,
 )
+from bench.metrics.trials import pass_power_k
 from bench.scoring import criteria as criteria_sets
 from bench.voice_shape import SUB_CHECKS
 
@@ -84,7 +85,7 @@ def entry_verdicts(frame: pd.DataFrame, criteria_name: str) -> pd.DataFrame:
             "trials": len(part),
             "executed": len(ran),
             "broken": int((~part["scored"]).sum()),
-            "passed": bool(len(ran)) and bool(verdicts.fillna(False).astype(bool).all()),
+            "passed": pass_power_k([bool(v) for v in verdicts.fillna(False)]),
             "unavailable": bool(verdicts.isna().any()),
         })
     return pd.DataFrame(rows, columns=["entry_id", "trials", "executed", "broken", "passed", "unavailable"])

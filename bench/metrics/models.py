@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from bench import stats
 from bench.cost import CostSummary
+from bench.metrics.trials import TrialStability
 
 SUMMARY_SCHEMA_VERSION = "2.0"
 
@@ -161,6 +162,9 @@ class SystemSummary(BaseModel):
     failure_details: list[FailureDetail]
     failure_details_total: int
     breakdowns: dict[str, list[BreakdownRow]]
+    #: pass^k, pass@k and churn over the golden entries (``bench.metrics.trials``); None in summaries written
+    #: before repeat trials were reported
+    repeat_trials: TrialStability | None = None
 
 
 class SystemComparison(BaseModel):

@@ -23,6 +23,7 @@ from bench.metrics.compare import baseline_verdicts, brain_of, comparison, seed,
 from bench.metrics.frame import CONTEXT_OWN, CONTEXT_SHARED, load_run
 from bench.metrics.judges import criteria_statements, judged_columns
 from bench.metrics.models import CriteriaInfo, RunSummary, SharedBrain, SystemSummary, VendorLatency
+from bench.metrics.trials import trial_stability
 from bench.paths import resolve_output
 from bench.scoring import checkers
 from bench.scoring import criteria as criteria_sets
@@ -211,6 +212,8 @@ def summarize_frame(
     strategies = system_strategies(run)
     for system_summary in summaries:
         system_summary.context_strategy = strategies.get(system_summary.id, "not recorded")
+        system_summary.repeat_trials = trial_stability(groups.get(system_summary.id, frame.iloc[0:0]), criteria_name,
+                                                       run.trials)
     reference = _role(run, "reference")
     baseline = _role(run, "baseline")
     infos = {s.id: s for s in run.systems}

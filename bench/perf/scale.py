@@ -55,7 +55,7 @@ def _config(golden_path: str, concurrency: int, first_token_ms: float, audio: bo
                             timeout_s=120 if audio else 60, retry=RetryPolicy(max_attempts=1),
                             options={"emulator": {"latency": latency}})
                for sid, adapter in SYSTEMS]
-    return RunConfig(dataset=golden_path, systems=systems, context_top_k=0)
+    return RunConfig(dataset=golden_path, trials=1, systems=systems, context_top_k=0)  # --conversations, one trial each
 
 
 def _proc_cpu_s(pid: int) -> float:

@@ -102,7 +102,7 @@ def _config(turns: int, concurrency: int, latency_ms: float, words: int, dataset
         options={"orchestrator": f"{__name__}:FixedLatencyOrchestrator",
                  "orchestrator_options": {"latency_ms": latency_ms, "words": words}, "speech_input": None},
     )
-    return RunConfig(dataset=dataset, systems=[system], context_top_k=0)
+    return RunConfig(dataset=dataset, trials=1, systems=[system], context_top_k=0)
 
 
 def run_throughput(turns: int, concurrency: int, latency_ms: float, *, words: int = 12, progress: bool = True,

@@ -70,6 +70,27 @@ def _pass(rate) -> str:
     return f"{_pct(rate.rate.rate)}{_ci(rate.rate.ci.low, rate.rate.ci.high)} (n={rate.rate.n})"
 
 
+def _repeat_trials(summary: RunSummary) -> list[str]:
+    """The repeat-trials table: pass^k, pass@k and churn per system (``bench.metrics.trials``)."""
+    rows = [(s, s.repeat_trials) for s in summary.systems if s.repeat_trials is not None]
+    if not rows:
+        return []
+    k = summary.trials
+    lines = ["## Repeat trials", "",
+             f"Every entry ran {k} time{'s' if k != 1 else ''} under criteria **{_esc(summary.criteria)}**: pass^{k} = "
+             f"passed in all {k} trials, pass@{k} = passed at least once, churn = the verdict changed between trials "
+             "(entries with every trial executed and judged).", "",
+             f"| System | pass^{k} [95% CI] | pass@{k} | Churn | Incomplete entries |", "|---|---|---|---|---|"]
+    for system, trials in rows:
+        power = trials.pass_power_k
+        churn = "n/a (one trial)" if trials.churn is None else f"{_pct(trials.churn.rate)} ({trials.churn.k}/"\
+            f"{trials.churn.n})"
+        lines.append(f"| {_esc(system.id)} | {_pct(power.rate)}{_ci(power.ci.low, power.ci.high)} (n={power.n}) | "
+                     f"{_pct(trials.pass_at_k.rate)} | {churn} | {trials.incomplete_entries} |")
+    lines.append("")
+    return lines
+
+
 def render_markdown(summary: RunSummary, regressions: list[Regression] | None = None,
                     compare_warnings: list[str] | None = None) -> str:
     kind = "" if summary.run_kind == "golden" else f" ({_esc(summary.run_kind)} run)"
@@ -126,6 +147,7 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
         ])
     lines.extend(_table(header, rows))
     lines.append("")
+    lines.extend(_repeat_trials(summary))
     if summary.baseline_verdicts:
         lines.append(
             f"## Does `{_esc(summary.reference_system)}` beat the lowest-effort baseline "

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from jinja2 import Environment
 
+from bench.metrics.trials import pass_at_k, pass_power_k
 from bench.paths import DEFAULT_REPORTS_DIR, resolve_output
 from bench.store import Store
 
@@ -114,8 +115,9 @@ def _rows(path: Path) -> list[dict[str, Any]]:
         rows.append({
             "run_id": run.run_id, "system_id": system_id, "emulated": emulated.get(system_id, False),
             "scenario_id": scenario_id, "cells": len(cells), "trials": expected, "executed": executed,
-            "passed_trials": sum(passed), "pass_at_k": any(passed),
-            "pass_power_k": all(len(v) == run.trials and all(r["passed"] for r in v) for v in per_cell.values()),
+            "passed_trials": sum(passed), "pass_at_k": pass_at_k(passed),
+            "pass_power_k": all(len(v) == run.trials and pass_power_k([bool(r["passed"]) for r in v])
+                                for v in per_cell.values()),
             "naturalness": round(float(np.mean(scores)), 2) if scores else None,
             "caller_heard_ms_p50": float(np.median(heard)) if heard else None,
             "latency_ms_by_turn": {t: round(float(np.mean(v)), 1) for t, v in sorted(by_turn.items())},

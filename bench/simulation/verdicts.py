@@ -1,4 +1,5 @@
-"""Deterministic verdicts of a trial, outcome probes, and the repeated-trial aggregates pass@k and pass^k.
+"""Deterministic verdicts of a trial, outcome probes, and the repeated-trial aggregates pass@k and pass^k (re-exported
+from ``bench.metrics.trials``, the one implementation golden runs share).
 
 Deterministic verdicts (each named, each critical):
 
@@ -21,11 +22,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.metrics.trials import aggregate as aggregate
+from bench.metrics.trials import pass_at_k as pass_at_k
+from bench.metrics.trials import pass_power_k as pass_power_k
 from bench.protocol.redact import redact
 from bench.simulation.config import Scenario
 from bench.simulation.imports import instantiate, load_custom
@@ -43,21 +46,6 @@ class Verdict:
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "passed": self.passed, "critical": self.critical, "kind": self.kind,
                 "detail": self.detail, "evidence": self.evidence}
-
-
-def pass_at_k(results: Sequence[bool]) -> bool:
-    """At least one trial passed (the behaviour is reachable)."""
-    return any(results)
-
-
-def pass_power_k(results: Sequence[bool]) -> bool:
-    """Every trial passed (the reliability gate); no trials is not a pass."""
-    return bool(results) and all(results)
-
-
-def aggregate(results: Sequence[bool]) -> dict[str, Any]:
-    return {"trial_count": len(results), "passed_trials": sum(bool(r) for r in results),
-            "pass_at_k": pass_at_k(results), "pass_power_k": pass_power_k(results)}
 
 
 _TOKEN = re.compile(r"[\w']+")

@@ -16,6 +16,7 @@ from bench.cli import main
 
 CONFIG = {
     "dataset": "datasets/voice_golden_expanded.json",
+    "trials": 1,
     "systems": [{"id": "inhouse", "adapter": "inhouse", "role": "reference",
                  "options": {"orchestrator": "adapters.inhouse.reference:ReferenceVoiceStack"}}],
 }

@@ -100,7 +100,7 @@ def _run_step(step: dict, env: dict[str, str], outputs: dict[str, dict[str, str]
 def test_the_offline_path_of_the_workflow_runs(tmp_path) -> None:
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({
-        "dataset": "datasets/voice_golden_expanded.json", "store": str(tmp_path / "unused.sqlite"),
+        "dataset": "datasets/voice_golden_expanded.json", "trials": 1, "store": str(tmp_path / "unused.sqlite"),
         "reports_dir": str(tmp_path / "reports"),
         "systems": [{"id": "inhouse", "adapter": "inhouse", "role": "reference",
                      "options": {"orchestrator": "adapters.inhouse.reference:ReferenceVoiceStack"}}]}),

@@ -58,7 +58,7 @@ def sample(parsed: dict[str, list], name: str, **labels: str) -> float:
 def write_config(root: Path, store: Path) -> Path:
     path = root / f"config-{store.stem}.yaml"
     path.write_text(yaml.safe_dump({"dataset": str(GOLDEN), "store": str(store), "reports_dir": str(root / "reports"),
-                                    "systems": SYSTEMS}), encoding="utf-8")
+                                    "trials": 1, "systems": SYSTEMS}), encoding="utf-8")
     return path
 
 

@@ -108,7 +108,7 @@ def _golden(count: int):
 
 
 def _emulated_config() -> RunConfig:
-    return RunConfig(dataset=str(GOLDEN), systems=[
+    return RunConfig(dataset=str(GOLDEN), trials=1, systems=[
         SystemConfig(id="openai-realtime", adapter="openai_realtime", mode="emulated", concurrency=3),
         SystemConfig(id="deepgram-agent", adapter="deepgram_agent", mode="emulated", concurrency=2),
     ])
@@ -176,7 +176,7 @@ async def test_worker_killed_mid_conversation_is_retried_and_recorded_once(ray_c
                                    "orchestrator_options": {"directory": str(tmp_path),
                                                             "victim": victim.phone_question,
                                                             "doomed": doomed.phone_question}})
-    config = RunConfig(dataset=str(GOLDEN), systems=[system])
+    config = RunConfig(dataset=str(GOLDEN), trials=1, systems=[system])
     # the test kills the worker that is in the middle of the victim's conversation
     thread, killed = start_killer(tmp_path)
     store = Store(tmp_path / "s.sqlite")
@@ -210,6 +210,7 @@ def test_driver_killed_mid_run_resumes_on_ray(ray_cluster, tmp_path, capsys):
     run: what was recorded before the kill is kept as it was, every conversation is recorded once."""
     store_path = tmp_path / "store.sqlite"
     config = {"dataset": str(GOLDEN), "store": str(store_path), "reports_dir": str(tmp_path / "reports"), "limit": 30,
+              "trials": 1,
               "systems": [{"id": "openai-realtime", "adapter": "openai_realtime", "mode": "emulated", "concurrency": 2,
                            "options": {"output_modalities": ["text"], "emulator": {
                                "latency": {"first_token_median_ms": 400, "first_token_sigma": 0}}}}]}
@@ -252,7 +253,7 @@ def test_driver_killed_mid_run_resumes_on_ray(ray_cluster, tmp_path, capsys):
 
 def test_cli_runs_on_ray_and_refuses_bad_executor_options(ray_cluster, tmp_path, capsys, monkeypatch):
     config = {"dataset": str(GOLDEN), "store": str(tmp_path / "store.sqlite"), "reports_dir": str(tmp_path / "r"),
-              "systems": [{"id": "inhouse", "adapter": "inhouse", "role": "reference"}]}
+              "trials": 1, "systems": [{"id": "inhouse", "adapter": "inhouse", "role": "reference"}]}
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     assert main(["run", "--config", str(path), "--limit", "5", "--no-progress", "--executor", "ray"]) == 0
@@ -317,8 +318,8 @@ async def test_emulator_settings_error_on_a_worker_is_exit_2_before_the_run_is_r
                           options={"emulator": {"latency": {"first_token_median_ms": -5}}})
     store = Store(tmp_path / "s.sqlite")
     with pytest.raises(ConfigError, match="options.emulator.latency.first_token_median_ms"):
-        await run_benchmark(RunConfig(dataset=str(GOLDEN), systems=[system]), _golden(2), store, progress=False,
-                            executor=make_executor("ray"))
+        await run_benchmark(RunConfig(dataset=str(GOLDEN), trials=1, systems=[system]), _golden(2), store,
+                            progress=False, executor=make_executor("ray"))
     assert store.list_runs() == []
     store.close()
 

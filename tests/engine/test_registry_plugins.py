@@ -252,7 +252,7 @@ def test_the_cli_runs_a_third_party_adapter_and_refuses_a_too_old_sdk(site: Path
     """``voice-bench run`` in a fresh process, the package found only through ``PYTHONPATH``: the engine runs the
     third-party system end to end; a system whose SDK is too old ends the run with exit 2 before it starts."""
     def run(adapter: str) -> subprocess.CompletedProcess[str]:
-        config = {"dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"),
+        config = {"dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"), "trials": 1,
                   "store": str(tmp_path / f"{adapter}.sqlite"), "reports_dir": str(tmp_path / f"reports-{adapter}"),
                   "systems": [{"id": "echo", "adapter": adapter, "mode": "local"}]}
         path = tmp_path / f"{adapter}.yaml"

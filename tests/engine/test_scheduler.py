@@ -91,7 +91,7 @@ def _system(**overrides) -> SystemConfig:
 
 
 def _config(**overrides) -> RunConfig:
-    return RunConfig(systems=[_system(**overrides)])
+    return RunConfig(trials=1, systems=[_system(**overrides)])
 
 
 async def test_retries_retryable_and_records_non_retryable(golden, tmp_path):
@@ -204,7 +204,7 @@ async def test_conversations_are_committed_as_they_finish(golden, tmp_path):
 async def test_systems_are_interleaved(golden, tmp_path):
     """Both systems' first conversations start before either system has finished its work."""
     a, b = ScriptedSystem(system_id="a"), ScriptedSystem(system_id="b")
-    config = RunConfig(systems=[_system(id="a", concurrency=1), _system(id="b", concurrency=1)])
+    config = RunConfig(trials=1, systems=[_system(id="a", concurrency=1), _system(id="b", concurrency=1)])
     store = Store(tmp_path / "s.sqlite")
     await run_benchmark(config, golden.model_copy(update={"entries": golden.entries[:5]}), store, progress=False,
                         adapters={"a": a, "b": b})
@@ -225,7 +225,7 @@ async def test_audio_input_measures_caller_heard_latency_and_keeps_the_recording
             return b"\x00" * 4800 + tone_pcm16(600)
 
     store = Store(tmp_path / "s.sqlite")
-    outcome = await run_benchmark(RunConfig(systems=[_system(timeout_s=20)]),
+    outcome = await run_benchmark(RunConfig(trials=1, systems=[_system(timeout_s=20)]),
                                   golden.model_copy(update={"entries": entries}), store, progress=False,
                                   adapters={"fake": fake}, input_mode="audio", reports_dir=tmp_path / "reports",
                                   synthesizer=ToneSpeech())
@@ -256,7 +256,7 @@ async def test_inhouse_takes_audio_through_its_speech_front_end(golden, tmp_path
     adapter = InhouseAdapter("inhouse", MemoryOrchestrator(), speech_input=SpeechInput(endpointing_silence_ms=300))
     store = Store(tmp_path / "s.sqlite")
     entries = golden.entries[:2]
-    outcome = await run_benchmark(RunConfig(systems=[_system(id="inhouse", timeout_s=20)]),
+    outcome = await run_benchmark(RunConfig(trials=1, systems=[_system(id="inhouse", timeout_s=20)]),
                                   golden.model_copy(update={"entries": entries}), store, progress=False,
                                   adapters={"inhouse": adapter}, input_mode="audio",
                                   synthesizer=SpeechSynthesizer(tmp_path / "speech"))
@@ -282,7 +282,7 @@ async def test_report_shows_caller_heard_latency_beside_ttfa(golden, tmp_path):
 
     store = Store(tmp_path / "s.sqlite")
     subset = golden.model_copy(update={"entries": golden.entries[:2]})
-    outcome = await run_benchmark(RunConfig(systems=[_system(timeout_s=20)]), subset, store, progress=False,
+    outcome = await run_benchmark(RunConfig(trials=1, systems=[_system(timeout_s=20)]), subset, store, progress=False,
                                   adapters={"fake": FakeSystem(leading_silence_ms=100)}, input_mode="audio",
                                   synthesizer=ToneSpeech())
     summary = summarize_run(store, outcome.run_id, subset)
@@ -302,7 +302,7 @@ async def test_a_run_can_ask_for_a_barge_in_and_stores_its_figures(golden, tmp_p
             return b"\x00" * 4800 + tone_pcm16(600)
 
     store = Store(tmp_path / "s.sqlite")
-    outcome = await run_benchmark(RunConfig(systems=[_system(timeout_s=20)]),
+    outcome = await run_benchmark(RunConfig(trials=1, systems=[_system(timeout_s=20)]),
                                   golden.model_copy(update={"entries": golden.entries[:1]}), store, progress=False,
                                   adapters={"fake": FakeSystem(leading_silence_ms=0)}, input_mode="audio",
                                   synthesizer=ToneSpeech(), barge_in_at_ms=100)

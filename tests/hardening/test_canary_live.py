@@ -170,7 +170,7 @@ async def test_no_adapter_lets_an_echoed_credential_through(tmp_path):
     try:
         dataset = shutil.copy(ROOT / "bench" / "data" / "voice_golden_seed.json", work / "golden.json")
         config = {"dataset": str(dataset), "store": str(work / "store.sqlite"), "reports_dir": str(work / "reports"),
-                  "limit": ENTRIES, "context_top_k": 1, "systems": systems(server.url, server.ws_url)}
+                  "limit": ENTRIES, "trials": 1, "context_top_k": 1, "systems": systems(server.url, server.ws_url)}
         config_path = tmp_path / "config.yaml"
         config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
 

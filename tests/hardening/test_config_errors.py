@@ -31,7 +31,7 @@ def golden_file(tmp_path: Path) -> Path:
 
 def _write_config(tmp_path: Path, golden_file: Path, system: dict) -> Path:
     config = {"dataset": str(golden_file), "store": str(tmp_path / "store.sqlite"),
-              "reports_dir": str(tmp_path / "reports"), "context_top_k": 0, "systems": [system]}
+              "reports_dir": str(tmp_path / "reports"), "context_top_k": 0, "trials": 1, "systems": [system]}
     path = tmp_path / "run-config.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path

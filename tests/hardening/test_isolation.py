@@ -22,7 +22,7 @@ STEADY = "tests.fakes.orchestrator:MemoryOrchestrator"
 
 
 def _config(golden, blocking_orchestrator: str, options: dict) -> RunConfig:
-    return RunConfig(dataset=golden.path, context_top_k=0, systems=[
+    return RunConfig(dataset=golden.path, trials=1, context_top_k=0, systems=[
         SystemConfig(id="blocking", adapter="inhouse", timeout_s=1, concurrency=1, retry=RetryPolicy(max_attempts=1),
                      options={"orchestrator": blocking_orchestrator, "orchestrator_options": options,
                               "speech_input": None}),

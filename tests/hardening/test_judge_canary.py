@@ -60,7 +60,7 @@ async def test_a_failing_judge_is_exit_4_and_its_key_appears_nowhere(tmp_path: P
     work.mkdir()
     config = {"dataset": str(ROOT / "bench" / "data" / "voice_golden_expanded.json"),
               "store": str(work / "store.sqlite"),
-              "reports_dir": str(work / "reports"), "limit": 4,
+              "reports_dir": str(work / "reports"), "limit": 4, "trials": 1,
               "systems": [{"id": "inhouse", "adapter": "inhouse", "role": "reference"}]}
     config_path = work / "config.yaml"
     config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
