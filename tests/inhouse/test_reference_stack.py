@@ -97,7 +97,7 @@ def test_speech_recognition_splits_are_repaired() -> None:
 
 def test_urgent_symptoms_lead_with_the_emergency_number() -> None:
     decision = route("I've got chest pain, what should I do?", "en")
-    assert decision.intent == "out_of_scope" and decision.advice and decision.urgent
+    assert decision.intent == "escalate" and decision.urgent
     first_sentence = shape_for_voice(compose_answer(decision, "", "en", []), "en", 3).split(".")[0]
     assert "one one two" in first_sentence
 

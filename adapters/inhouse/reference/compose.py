@@ -391,10 +391,10 @@ def compose_answer(
     """The reply for ``route`` before voice shaping, in the answer language (the target when switching)."""
     if route.intent == "switch_language":
         return template("switch_language", route.target_language or language)
+    if route.urgent:
+        return template("advice_urgent", language)  # an emergency: 112 first, whatever else was asked
     if route.intent == "out_of_scope":
-        if route.advice:
-            return template("advice_urgent" if route.urgent else "advice", language)
-        return template("off_topic", language)
+        return template("advice" if route.advice else "off_topic", language)
     if route.intent in ("farewell", "appointment", "escalate", "clarify"):
         return template(route.intent, language)
     return answer_from_passages(question, language, passages, max_sentences, vocabulary)

@@ -4,9 +4,10 @@ Decision order (first match wins):
 
 1. ``switch_language`` — a language is named together with a speaking/switching cue ("kunnen we Engels
    spreken", "parlez-vous français", "possiamo passare all'inglese"); the target is the named language.
-2. ``out_of_scope`` (advice) — the caller asks for medical advice: a medicine with a dose, intake, stop or
-   combination; a symptom with "what should I do / is it serious"; a diagnosis question. ``urgent`` is set for
-   red-flag symptoms (chest pain, unconsciousness, breathlessness) so the refusal leads with 112.
+2. ``escalate`` (urgent) — red-flag symptoms (chest pain, unconsciousness, breathlessness) with a request for
+   help: the caller is sent to 112 at once (the knowledge base's rule for a life-threatening emergency).
+   ``out_of_scope`` (advice) — any other request for medical advice: a medicine with a dose, intake, stop or
+   combination; a symptom with "what should I do / is it serious"; a diagnosis question.
 3. ``escalate`` — the caller wants a human: transfer, operator, "a real person", speaking to staff.
    Then clearly off-topic requests (weather, sport, food orders, travel, taxis) are ``out_of_scope``.
 4. ``appointment`` — booking, moving or cancelling an appointment (not questions *about* appointments, such
@@ -154,8 +155,9 @@ def route(question: str, language: str, vocabulary: Vocabulary | None = None) ->
     if target is not None:
         return Route("switch_language", target_language=target, reason=f"asked to speak {target}")
     if is_advice_request(folded):
-        urgent = bool(lexicon.URGENT.search(folded))
-        return Route("out_of_scope", advice=True, urgent=urgent, reason="medical advice request")
+        if lexicon.URGENT.search(folded):
+            return Route("escalate", urgent=True, reason="red-flag symptoms: emergency number")
+        return Route("out_of_scope", advice=True, reason="medical advice request")
     if _wants_human(folded):
         return Route("escalate", reason="asked for a person")
     if lexicon.OFFTOPIC_STRONG.search(folded):
