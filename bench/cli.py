@@ -162,7 +162,9 @@ def _validate_stored_config(stored: dict, source: str) -> RunConfig:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
         problems = []
-        systems = data.get("systems") if isinstance(data.get("systems"), list) else []
+        systems = data.get("systems")
+        if not isinstance(systems, list):
+            systems = []
         for error in exc.errors():
             loc = list(error["loc"])
             entry = "-"
@@ -253,7 +255,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if cost_cap is not None:
         print("\n".join(cost_cap.report_lines()))
         print(f"cost cap details: {details}")
-    if capped:
+    if capped and cost_cap is not None:
         print(f"the cost cap left {len(cost_cap.not_started)} conversations unstarted (not recorded); continue "
               f"with: voice-bench run --resume {outcome.run_id} --max-cost-usd <a higher cap>", file=sys.stderr)
     if outcome.execution_failures:
@@ -389,7 +391,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         running = await start_emulator(system)
-        print(f"{adapter} emulator (EMULATED) listening on {running.url}", flush=True)
+        print(f"{adapter} emulator (EMULATED) listening on {next(iter(running.urls.values()))}", flush=True)
         for name, url in list(running.urls.items())[1:]:
             print(f"  {name}: {url}", flush=True)
         try:

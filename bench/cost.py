@@ -188,7 +188,9 @@ def resolve_plan(
     """
     tables = load_price_tables() if tables is None else tables
     details = details or {}
-    options = details.get("options") if isinstance(details.get("options"), dict) else {}
+    options = details.get("options")
+    if not isinstance(options, dict):
+        options = {}
     explicit = details.get("pricing_plan") or options.get("pricing_plan")
     if explicit:
         vendor, _, plan_id = str(explicit).rpartition("/")

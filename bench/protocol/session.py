@@ -330,7 +330,7 @@ class StreamingSession(Session):
         return stop
 
     # -- Session ------------------------------------------------------------------------------------
-    def events(self) -> EventStream:  # type: ignore[override]
+    def events(self) -> EventStream:
         return EventStream(self)
 
     async def aclose(self) -> None:

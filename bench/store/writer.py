@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import itertools
 import os
 import pickle
@@ -366,7 +367,7 @@ class _LoopSender:
             if self._files is None:  # one thread writes the files, in the order records finished
                 self._files = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store-artifacts")
             future = self.loop.run_in_executor(self._files, self._prepare, record, artifacts)
-            future.add_done_callback(lambda done, record=record: self._prepared(record, done))
+            future.add_done_callback(functools.partial(self._prepared, record))
             return
         try:
             data = _record_json(record).encode("utf-8")

@@ -34,6 +34,7 @@ from adapters.inhouse.reference.text import (
     is_fragment,
     tokens,
 )
+from bench.protocol.intents import Intent
 from bench.protocol.knowledge import load_knowledge_base
 
 
@@ -41,7 +42,7 @@ from bench.protocol.knowledge import load_knowledge_base
 class Route:
     """A routing decision. ``target_language`` is set only for ``switch_language``."""
 
-    intent: str
+    intent: Intent
     target_language: str | None = None
     advice: bool = False
     urgent: bool = False
