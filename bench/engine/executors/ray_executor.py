@@ -53,10 +53,10 @@ from bench.config import SystemConfig
 from bench.engine.executors.base import (
     ConversationUnit,
     Executor,
-    KeepGoing,
     Launcher,
     OnResult,
     SystemStartError,
+    UnitT,
     artifact_bytes,
     close_systems,
     describe_exception,
@@ -360,8 +360,8 @@ class RayExecutor(Executor):
         return failed
 
     # run ------------------------------------------------------------------------------------------------
-    async def run(self, units: Sequence[ConversationUnit], shared: Any, on_result: OnResult,
-                  keep_going: KeepGoing | None = None) -> None:
+    async def run(self, units: Sequence[UnitT], shared: Any, on_result: OnResult,
+                  keep_going: Callable[[UnitT], bool] | None = None) -> None:
         ray = self._ray
         loop = asyncio.get_running_loop()
         shared_ref = await asyncio.to_thread(ray.put, shared)
