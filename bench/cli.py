@@ -13,6 +13,7 @@ import math
 import sys
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -29,7 +30,7 @@ from bench.store import RunInfo, Store
 class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with a one-line message (its default) but never prints a traceback."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -47,7 +47,7 @@ Meter = Literal[
     "input_audio_minutes",
     "turn",
 ]
-METERS: tuple[str, ...] = Meter.__args__  # type: ignore[attr-defined]
+METERS: tuple[str, ...] = get_args(Meter)
 _UNITS: dict[str, float] = {"1M tokens": 1_000_000, "minute": 1, "turn": 1}
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
