@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 from tqdm import tqdm
@@ -99,7 +99,7 @@ class RunContext:
     """What every conversation of a run shares."""
 
     run_id: str
-    input_mode: str
+    input_mode: Literal["text", "audio"]
     context: dict[str, list[str]] = field(default_factory=dict)
     speech: dict[str, bytes] = field(default_factory=dict)
     #: audio: the caller barges in this many ms after the agent's audio starts playing (None: it does not)
@@ -279,11 +279,11 @@ def _retry_delay(system: SystemConfig, exc: BaseException | None, failed_attempt
     """How long to wait after the ``failed_attempts``-th failure: the vendor's Retry-After, else exponential."""
     if isinstance(exc, AdapterError) and exc.retry_after_s is not None:
         return min(exc.retry_after_s, 60.0)
-    delay = system.retry.initial_backoff_s * (2 ** (failed_attempts - 1))
+    delay = system.retry.initial_backoff_s * 2.0 ** (failed_attempts - 1)
     return min(delay, system.retry.max_backoff_s)
 
 
-def _backoff(system: SystemConfig, before: int = 0):
+def _backoff(system: SystemConfig, before: int = 0) -> Callable[[RetryCallState], float]:
     """tenacity's wait for attempts after the first ``before`` ones (which ran outside tenacity)."""
     def wait(state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome else None
@@ -398,7 +398,8 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
     (``bench.knowledge.strategy_contexts``; full_kb that does not fit is exit 2) and, for audio, the speech."""
     from bench.knowledge import languages_of, load_knowledge_base, strategy_contexts
 
-    ctx = RunContext(run_id=run_id, input_mode=input_mode, barge_in_at_ms=barge_in_at_ms)
+    ctx = RunContext(run_id=run_id, input_mode="audio" if input_mode == "audio" else "text",
+                     barge_in_at_ms=barge_in_at_ms)
     if config.context_top_k:  # context_top_k 0: no shared passages, and no search (BM25 scores every document)
         kb = load_knowledge_base()
         for entry in golden.entries:

@@ -156,7 +156,8 @@ def _regressions_for(
     fails_b = int((before["status"] != "succeeded").sum())
     fails_a = int((after["status"] != "succeeded").sum())
     if len(before) and len(after) and fails_a / len(after) - fails_b / len(before) >= max(min_rate, 1e-12):
-        p = float(scipy_stats.fisher_exact([[fails_b, len(before) - fails_b], [fails_a, len(after) - fails_a]])[1])
+        table = np.array([[fails_b, len(before) - fails_b], [fails_a, len(after) - fails_a]])
+        p = float(scipy_stats.fisher_exact(table)[1])
         add("execution_failure_rate", "Execution failure rate", fails_b / len(before), fails_a / len(after), "rate",
             p < stats.ALPHA, "Fisher's exact test", p)
 

@@ -188,9 +188,9 @@ def speech_onset_ms(track: bytes | np.ndarray, sample_rate: int = CANONICAL_RATE
         lo_ms = max(0.0, math.floor((onset_ms - VAD_LEAD_MS) / HOP_MS) * HOP_MS)
         lo = int(lo_ms * sample_rate / 1000)
         hi = min(len(x), int((onset_ms + VAD_SPAN_MS) * sample_rate / 1000))
-        start = _window_onset(x[lo:hi], sample_rate)
-        if start is not None:
-            vad_onset = lo_ms + start * HOP_MS
+        window_onset = _window_onset(x[lo:hi], sample_rate)
+        if window_onset is not None:
+            vad_onset = lo_ms + window_onset * HOP_MS
             return max(refine_onset(x, sample_rate, vad_onset), after_ms)
         # not speech (a click, a tone the VAD rejects): continue after this burst of sound
         quiet = np.flatnonzero(~loud[candidate:])
