@@ -13,6 +13,7 @@ import math
 import sys
 import traceback
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import ValidationError
 
@@ -29,7 +30,7 @@ from bench.store import RunInfo, Store
 class _Parser(argparse.ArgumentParser):
     """argparse that exits 2 with a one-line message (its default) but never prints a traceback."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
@@ -162,7 +163,9 @@ def _validate_stored_config(stored: dict, source: str) -> RunConfig:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
         problems = []
-        systems = data.get("systems") if isinstance(data.get("systems"), list) else []
+        systems = data.get("systems")
+        if not isinstance(systems, list):
+            systems = []
         for error in exc.errors():
             loc = list(error["loc"])
             entry = "-"
@@ -259,7 +262,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if cost_cap is not None:
         print("\n".join(cost_cap.report_lines()))
         print(f"cost cap details: {details}")
-    if capped:
+    if capped and cost_cap is not None:
         print(f"the cost cap left {len(cost_cap.not_started)} conversations unstarted (not recorded); continue "
               f"with: voice-bench run --resume {outcome.run_id} --max-cost-usd <a higher cap>", file=sys.stderr)
     if outcome.execution_failures:
@@ -395,7 +398,7 @@ def cmd_emulate(args: argparse.Namespace) -> int:
 
     async def serve() -> None:
         running = await start_emulator(system)
-        print(f"{adapter} emulator (EMULATED) listening on {running.url}", flush=True)
+        print(f"{adapter} emulator (EMULATED) listening on {next(iter(running.urls.values()))}", flush=True)
         for name, url in list(running.urls.items())[1:]:
             print(f"  {name}: {url}", flush=True)
         try:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 import pandas as pd
@@ -57,7 +57,7 @@ Meter = Literal[
     "input_audio_minutes",
     "turn",
 ]
-METERS: tuple[str, ...] = Meter.__args__  # type: ignore[attr-defined]
+METERS: tuple[str, ...] = get_args(Meter)
 _UNITS: dict[str, float] = {"1M tokens": 1_000_000, "minute": 1, "turn": 1}
 _DATE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
 
@@ -204,7 +204,9 @@ def resolve_plan(
     """
     tables = load_price_tables() if tables is None else tables
     details = details or {}
-    options = details.get("options") if isinstance(details.get("options"), dict) else {}
+    options = details.get("options")
+    if not isinstance(options, dict):
+        options = {}
     explicit = details.get("pricing_plan") or options.get("pricing_plan")
     if explicit:
         vendor, _, plan_id = str(explicit).rpartition("/")

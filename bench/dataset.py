@@ -321,7 +321,8 @@ def _validate_golden_files(paths: list[Path], known_doc_ids: set[str] | None,
             continue
         entries: list[GoldenEntry] = []
         for index, item in enumerate(items):
-            entry_id = item.get("id") if isinstance(item, dict) and isinstance(item.get("id"), str) else f"#{index}"
+            item_id = item.get("id") if isinstance(item, dict) else None
+            entry_id = item_id if isinstance(item_id, str) else f"#{index}"
             errors = sorted(validator.iter_errors(item), key=lambda e: list(e.absolute_path))
             for error in errors:
                 problems.append(Problem(name, entry_id, _field_path(error), error.message))

@@ -59,11 +59,11 @@ def report_from_frame(frame: pd.DataFrame, golden: GoldenSet | list[GoldenEntry]
     failed = judged[~judged[column].astype(bool)]
     ttfts = judged["ttft_ms"].dropna().to_numpy(float)
     details = [
-        {"id": row.entry_id, "trial": int(row.trial), "language": row.language,
-         "question": entries[row.entry_id].phone_question, "expected_intent": row.expected_intent,
-         "observed_intent": row.observed_intent, "intent_source": row.intent_source, "answer": row.answer,
-         "reasons": [r for r in str(getattr(row, f"reasons_{criteria}")).split("; ") if r]}
-        for row in failed.itertuples(index=False)
+        {"id": row["entry_id"], "trial": int(row["trial"]), "language": row["language"],
+         "question": entries[row["entry_id"]].phone_question, "expected_intent": row["expected_intent"],
+         "observed_intent": row["observed_intent"], "intent_source": row["intent_source"], "answer": row["answer"],
+         "reasons": [r for r in str(row[f"reasons_{criteria}"]).split("; ") if r]}
+        for row in failed.to_dict(orient="records")
     ]
     return VoiceEvalReport(
         total=rate.rate.n,
@@ -76,9 +76,9 @@ def report_from_frame(frame: pd.DataFrame, golden: GoldenSet | list[GoldenEntry]
         failure_details=details,
         execution_failures=int((~frame["scored"]).sum()),
         compliance_disagreements=[
-            {"id": row.entry_id, "trial": int(row.trial), "system_flag": row.self_reported_compliant,
-             "harness": bool(row.shape_compliant)}
-            for row in scored[scored["compliance_disagrees"]].itertuples(index=False)
+            {"id": row["entry_id"], "trial": int(row["trial"]), "system_flag": row["self_reported_compliant"],
+             "harness": bool(row["shape_compliant"])}
+            for row in scored[scored["compliance_disagrees"]].to_dict(orient="records")
         ],
         criteria=criteria,
         unavailable=rate.unavailable,

@@ -369,10 +369,12 @@ def _make_judge_llm(base_url: str, model: str, api_key: str, timeout_s: float) -
 
         def __init__(self) -> None:
             self._model_name = model
+            # kept typed here: DeepEval stores what ``load_model`` returns as ``self.model``, typed as its own base
+            self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=2)
             super().__init__(model)
 
         def load_model(self) -> Any:
-            return openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=2)
+            return self._client
 
         def _request(self, prompt: str, schema: Any) -> dict[str, Any]:
             request: dict[str, Any] = {
@@ -394,7 +396,7 @@ def _make_judge_llm(base_url: str, model: str, api_key: str, timeout_s: float) -
 
         def generate(self, prompt: str, schema: Any = None) -> Any:
             try:
-                response = self.model.chat.completions.create(**self._request(prompt, schema))
+                response = self._client.chat.completions.create(**self._request(prompt, schema))
                 text = response.choices[0].message.content or ""
             except (openai.OpenAIError, IndexError, AttributeError) as exc:
                 raise JudgeUnavailable(judge_name, exc) from None
@@ -431,12 +433,12 @@ class DeepEvalFaithfulness:
         self, *, question: str, answer: str, context: list[str], key_facts: list[str], language: str
     ) -> FaithfulnessResult:
         from deepeval.metrics import FaithfulnessMetric
-        from deepeval.test_case import LLMTestCase
+        from deepeval.test_case import LLMTestCase, RetrievedContextData
 
         metric = FaithfulnessMetric(
             threshold=self.threshold, model=self._llm, include_reason=True, async_mode=False, eval_mode="llm"
         )
-        support = [c for c in (*context, *key_facts) if c.strip()] or [""]
+        support: list[str | RetrievedContextData] = [c for c in (*context, *key_facts) if c.strip()] or [""]
         try:
             metric.measure(
                 LLMTestCase(input=question, actual_output=answer, retrieval_context=support),

@@ -70,7 +70,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from websockets.exceptions import ConnectionClosed, ConnectionClosedOK
@@ -399,8 +399,8 @@ class ElevenLabsSession(StreamingSession):
                     receiving = asyncio.ensure_future(self.transport.recv())
                 woken = asyncio.ensure_future(self._wake.wait())
                 try:
-                    done, _ = await asyncio.wait({receiving, woken}, timeout=self._timeout(),
-                                                 return_when=asyncio.FIRST_COMPLETED)
+                    waiting: set[asyncio.Future[Any]] = {receiving, woken}
+                    done, _ = await asyncio.wait(waiting, timeout=self._timeout(), return_when=asyncio.FIRST_COMPLETED)
                 finally:  # also when the reader is cancelled: no waiter is left pending on the event
                     woken.cancel()
                 self._wake.clear()
@@ -509,13 +509,13 @@ class ElevenLabsSession(StreamingSession):
             self._on_audio(message.audio_event)
         elif isinstance(message, wire.Interruption):
             interrupted = message.interruption_event.event_id
-            response = self._active()
-            if response is not None and response.has_output and (response.event_id or 0) <= interrupted:
+            active = self._active()
+            if active is not None and active.has_output and (active.event_id or 0) <= interrupted:
                 self._cut(by="vendor")
         elif isinstance(message, wire.AgentResponseComplete):
-            response = self._active()
-            if response is not None and response.has_output:
-                self._finish(response)
+            active = self._active()
+            if active is not None and active.has_output:
+                self._finish(active)
         elif isinstance(message, wire.ClientError):
             raise client_error(message)
         if isinstance(message, (wire.Audio, wire.AgentResponse, wire.AgentChatResponsePart)):

@@ -280,11 +280,11 @@ class AgentCall:
                 self.ws.transport.abort()
                 raise _Dropped
 
-        result = await speak(SpeechPlan(text=answer.text, audio=plan.audio, chunk_ms=plan.chunk_ms), send_text=None,
+        spoken = await speak(SpeechPlan(text=answer.text, audio=plan.audio, chunk_ms=plan.chunk_ms), send_text=None,
                              send_audio=send_audio, stamps=emulator.stamps, stamp_key=stamp_key, barge_in=barge_in,
                              reaction_ms=emulator.settings.vad.barge_in_reaction_ms, start=start)
         self.phase = "idle"
-        if result.interrupted:
+        if spoken.interrupted:
             return
         await self.send(wire.AgentAudioDone())
         spoke_at = started[0] if started else time.monotonic()
@@ -364,7 +364,8 @@ async def start(settings: EmulatorSettings, *, control: ControlPlane, answerer: 
     emulator = DeepgramAgentEmulator(settings, control, answerer, DeepgramEmulatorOptions(**(options or {})))
     server = await serve(emulator.handle, settings.host, settings.port, process_request=emulator.process_request,
                          max_size=None, compression=None, ping_interval=None)
-    port = server.sockets[0].getsockname()[1] if server.sockets else settings.port
+    # websockets types the listening sockets as an iterable
+    port = next(iter(server.sockets)).getsockname()[1] if server.sockets else settings.port
     url = f"ws://{settings.host}:{port}"
 
     async def close() -> None:

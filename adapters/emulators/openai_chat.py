@@ -185,7 +185,8 @@ def read_turn(body: ChatCompletionRequest) -> Turn | None:
     last_user = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].role == "user"), None)
     if last_user is None:
         return None
-    history = [HistoryTurn(role=m.role, text=m.text()) for m in messages[:last_user]
+    history = [HistoryTurn(role="user" if m.role == "user" else "assistant", text=m.text())
+               for m in messages[:last_user]
                if m.role in ("user", "assistant") and m.text().strip()]
     called: dict[str, str] = {}  # call id → tool name, for the calls made since the utterance
     tool_passages: list[str] = []

@@ -271,7 +271,8 @@ class HttpSession(StreamingSession):
 
 async def _server_sent_events(lines: AsyncIterator[str]) -> AsyncIterator[tuple[str, str]]:
     """(event name, data) per server-sent event; the name defaults to ``message``."""
-    name, data = "message", []
+    name = "message"
+    data: list[str] = []
     async for line in lines:
         if not line:
             if data:

@@ -193,14 +193,13 @@ class EvaluatorSession(WebSocketEndpointSession):
         self.emit(ToolCall(call_id=event.call_id, name=name, arguments=arguments, response_id=response.response_id))
 
     def _on_response_done(self, body: wire.ResponseBody) -> None:
-        if self.response is None:
-            self.start_response(body.id)
-        if self.response is not None and self.response.cut:
+        response = self.response if self.response is not None else self.start_response(body.id)
+        if response.cut:
             self.finish_response()
             return
         details = body.status_details or {}
         if body.status == "cancelled" and details.get("reason") == "turn_detected":
-            self.report_interruption(self.response, by="vendor")  # type: ignore[arg-type]
+            self.report_interruption(response, by="vendor")
             self.finish_response()
             return
         if body.status in ("failed", "cancelled"):  # "incomplete" (e.g. a token limit) still answered

@@ -19,7 +19,7 @@ Server models ignore unknown fields (``extra="allow"``) so an endpoint may send 
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -226,12 +226,12 @@ for _model in (
     ResponseDone,
     ServerError,
 ):
-    for _name in _model.model_fields["type"].annotation.__args__:  # type: ignore[union-attr]
+    for _name in get_args(_model.model_fields["type"].annotation):
         SERVER_EVENTS[_name] = _model
 
 #: the hot-path event types (thousands per second): the adapter checks their one field by hand
-AUDIO_DELTA_TYPES: frozenset[str] = frozenset(OutputAudioDelta.model_fields["type"].annotation.__args__)  # type: ignore[union-attr]
-TEXT_DELTA_TYPES: frozenset[str] = frozenset(OutputTextDelta.model_fields["type"].annotation.__args__)  # type: ignore[union-attr]
+AUDIO_DELTA_TYPES: frozenset[str] = frozenset(get_args(OutputAudioDelta.model_fields["type"].annotation))
+TEXT_DELTA_TYPES: frozenset[str] = frozenset(get_args(OutputTextDelta.model_fields["type"].annotation))
 
 #: GA name → beta name, for the emulator's ``event_names: beta`` option
 BETA_NAMES: dict[str, str] = {
@@ -254,7 +254,7 @@ def parse_server_event(data: dict[str, Any]) -> BaseModel | None:
     kind = data.get("type")
     if kind is not None and not isinstance(kind, str):
         _TypedEvent.model_validate(data)  # raises: the type is not a string
-    model = SERVER_EVENTS.get(kind)  # type: ignore[arg-type]
+    model = SERVER_EVENTS.get(kind) if isinstance(kind, str) else None
     return model.model_validate(data) if model is not None else None
 
 

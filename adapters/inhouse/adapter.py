@@ -403,8 +403,11 @@ class OrchestratorLoop:
         inbox.put(submitted)
         return submitted
 
-    def ask(self, orchestrator: Orchestrator, request: QueryRequest, spec: SessionSpec, reply: _Reply) -> _Submitted:
+    def ask(self, orchestrator: Orchestrator | None, request: QueryRequest, spec: SessionSpec,
+            reply: _Reply) -> _Submitted:
         """Run one query on this orchestrator's loop; its items go to ``reply`` on the engine's loop."""
+        if orchestrator is None:
+            raise ValueError("an orchestrator loop runs an orchestrator object, and none was given")
         courier = self.courier(reply.loop)
         return self.submit(_produce(orchestrator, request, spec, lambda item: courier.post(reply, item)))
 
@@ -564,8 +567,7 @@ class InhouseAdapter:
         await self.runner.stop()
 
     async def open_session(self, spec: SessionSpec) -> InhouseSession:
-        return InhouseSession(self.orchestrator, spec, self.capabilities, self.speech_input,  # type: ignore[arg-type]
-                              runner=self.runner)
+        return InhouseSession(self.orchestrator, spec, self.capabilities, self.speech_input, runner=self.runner)
 
 
 def _own_loop(session: InhouseSession, name: str) -> OrchestratorLoop:

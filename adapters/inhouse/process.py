@@ -29,7 +29,7 @@ import sys
 import time
 import weakref
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from adapters.inhouse.wire import (
     FLUSH_AT,
@@ -95,6 +95,13 @@ def _kill(child: subprocess.Popen[bytes]) -> None:
             child.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=5)
+
+
+def _pipe(stream: IO[bytes] | None) -> IO[bytes]:
+    """One of the worker's pipes (it is started with stdin and stdout as pipes; subprocess types them optional)."""
+    if stream is None:
+        raise RuntimeError("the orchestrator's process was started without its pipes")
+    return stream
 
 
 class OrchestratorProcess:
@@ -221,7 +228,7 @@ class OrchestratorProcess:
         child, self._child = self._child, None
         if child is not None:
             with contextlib.suppress(OSError):
-                child.stdin.close()  # type: ignore[union-attr]
+                _pipe(child.stdin).close()
         return child
 
     def _reap(self, child: subprocess.Popen[bytes]) -> bool:
@@ -237,7 +244,7 @@ class OrchestratorProcess:
                 child.wait()
             ended = False
         with contextlib.suppress(OSError):
-            child.stdout.close()  # type: ignore[union-attr]
+            _pipe(child.stdout).close()
         if self._finalizer is not None:
             self._finalizer.detach()
         return ended
@@ -322,11 +329,16 @@ class OrchestratorProcess:
         self._loop, self._writing = loop, False
         loop.add_reader(self._stdout_fd(), self._readable)
 
+    def _started(self) -> subprocess.Popen[bytes]:
+        if self._child is None:
+            raise RuntimeError("the orchestrator's process is not running")
+        return self._child
+
     def _stdout_fd(self) -> int:
-        return self._child.stdout.fileno()  # type: ignore[union-attr]
+        return _pipe(self._started().stdout).fileno()
 
     def _stdin_fd(self) -> int:
-        return self._child.stdin.fileno()  # type: ignore[union-attr]
+        return _pipe(self._started().stdin).fileno()
 
     def _send(self, message: Ask | Cancel) -> None:
         self._outbox.append(message)
@@ -360,12 +372,15 @@ class OrchestratorProcess:
             self._end_with_exit_code()
             return
         del self._unsent[:written]
+        loop = self._loop
+        if loop is None:  # not attached to a loop yet: nothing waits for the pipe
+            return
         if self._unsent and not self._writing:
             self._writing = True
-            self._loop.add_writer(self._stdin_fd(), self._write)  # type: ignore[union-attr]
+            loop.add_writer(self._stdin_fd(), self._write)
         elif not self._unsent and self._writing:
             self._writing = False
-            self._loop.remove_writer(self._stdin_fd())  # type: ignore[union-attr]
+            loop.remove_writer(self._stdin_fd())
 
     def _readable(self) -> None:
         try:

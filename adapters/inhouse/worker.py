@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import sys
@@ -120,6 +121,11 @@ async def _answer(orchestrator: Any, ask: Ask, outbox: _Outbox) -> None:
         outbox.failed(ask.id, _failure(exc))
 
 
+def _forget(running: dict[int, asyncio.Task[None]], query_id: int, _task: asyncio.Task[None]) -> None:
+    """A query's done callback: its task is no longer running."""
+    running.pop(query_id, None)
+
+
 async def serve(orchestrator: Any, reader: FrameReader, out: int) -> None:
     loop = asyncio.get_running_loop()
     outbox = _Outbox(loop, out)
@@ -135,7 +141,7 @@ async def serve(orchestrator: Any, reader: FrameReader, out: int) -> None:
                 continue
             task = loop.create_task(_answer(orchestrator, message, outbox))
             running[message.id] = task
-            task.add_done_callback(lambda _t, query_id=message.id: running.pop(query_id, None))
+            task.add_done_callback(functools.partial(_forget, running, message.id))
 
     fd, frames = reader.fd, FrameBuffer()
     os.set_blocking(fd, False)

@@ -289,7 +289,12 @@ class LiveKitSession(StreamingSession):
         closed = asyncio.get_running_loop().create_future()
         self._closed_by_framework = closed
         session.on("error", self._on_framework_error)
-        session.on("close", lambda _event: closed.done() or closed.set_result(None))
+
+        def framework_closed(_event: Any) -> None:
+            if not closed.done():
+                closed.set_result(None)
+
+        session.on("close", framework_closed)
         session.on("speech_created", self._on_speech_created)
         self.agent = baseline.make_agent(knowledge_base=self._kb, top_k=self.options.top_k,
                                          instructions=self._current_instructions(), history=self.spec.history)
@@ -412,7 +417,8 @@ class LiveKitSession(StreamingSession):
             asyncio.get_running_loop().call_soon(self._go_live, response)
 
     def _observer_for(self, handle: Any) -> baseline.ResponseObserver | None:
-        response = self._by_handle.get(getattr(handle, "id", None))
+        handle_id = getattr(handle, "id", None)
+        response = self._by_handle.get(handle_id) if isinstance(handle_id, str) else None
         return response.observer if response is not None else None
 
     def _go_live(self, response: _Response) -> bool:

@@ -84,7 +84,7 @@ def make_agent(*, knowledge_base: KnowledgeBase, top_k: int = 3, instructions: s
 
 @functools.cache
 def _agent_class() -> type:
-    from livekit.agents import Agent, ChatContext, ModelSettings, RunContext, function_tool, llm
+    from livekit.agents import Agent, ChatContext, FlushSentinel, ModelSettings, RunContext, function_tool, llm
 
     class BaselineAgent(Agent):
         """Generic cookbook RAG agent with a single knowledge-base lookup tool."""
@@ -123,7 +123,7 @@ def _agent_class() -> type:
 
         async def llm_node(
             self, chat_ctx: ChatContext, tools: list[llm.Tool], model_settings: ModelSettings
-        ) -> AsyncIterable[llm.ChatChunk | str]:
+        ) -> AsyncIterable[llm.ChatChunk | str | FlushSentinel]:
             observer = self.current_observer()
             async for chunk in Agent.default.llm_node(self, chat_ctx, tools, model_settings):
                 if observer is not None:

@@ -53,13 +53,17 @@ class ServerVadOptions(BaseModel):
     interrupt_response: bool = True
 
 
+def _audio_only() -> list[Literal["audio", "text"]]:
+    return ["audio"]
+
+
 class OpenAIRealtimeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = "gpt-realtime"
     beta: bool = False
     voice: str | None = None
-    output_modalities: list[Literal["audio", "text"]] = Field(default_factory=lambda: ["audio"], min_length=1)
+    output_modalities: list[Literal["audio", "text"]] = Field(default_factory=_audio_only, min_length=1)
     base_url: str | None = None
     turn_detection: Literal["auto", "server_vad", "none"] = "auto"
     vad: ServerVadOptions = Field(default_factory=ServerVadOptions)

@@ -163,6 +163,8 @@ class RateLimit(WireModel):
 # ------------------------------------------------------------ client events
 class ClientEvent(WireModel):
     event_id: str | None = None
+    #: each event narrows it to its own name
+    type: str
 
 
 class SessionUpdate(ClientEvent):
@@ -231,6 +233,8 @@ CLIENT_EVENT_MODELS: tuple[type[ClientEvent], ...] = (
 # ------------------------------------------------------------ server events
 class ServerEvent(WireModel):
     event_id: str = Field(default_factory=lambda: new_id("event"))
+    #: each event narrows it to its own name
+    type: str
 
 
 class ErrorEvent(ServerEvent):

@@ -178,7 +178,9 @@ class RetellLlmServer:
 
     def _absorb_details(self, record: CallRecord, call: dict[str, Any]) -> None:
         record.details = call
-        metadata = call.get("metadata") if isinstance(call.get("metadata"), dict) else {}
+        metadata = call.get("metadata")
+        if not isinstance(metadata, dict):
+            metadata = {}
         variables = call.get("retell_llm_dynamic_variables") or {}
         record.language = record.language or metadata.get("language") or variables.get("language")
         record.conversation_id = record.conversation_id or metadata.get("conversation_id")

@@ -109,7 +109,7 @@ class RetellSession(StreamingSession):
         if intent is None:
             intent, target = labels.get("conversational_intent"), labels.get("target_language")
         context = list(labels.get("retrieved_context") or []) if self.custom_llm else list(self.passages)
-        return ResponseDone(response_id=response_id, status=status, conversational_intent=intent,  # type: ignore[arg-type]
+        return ResponseDone(response_id=response_id, status=status, conversational_intent=intent,
                             target_language=target, self_reported_compliant=labels.get("voice_shape_compliant"),
                             retrieved_context=context, final_text=final_text or None)
 

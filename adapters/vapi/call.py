@@ -350,8 +350,8 @@ class VapiCallSession(StreamingSession):
             if self._current is not None:
                 self._interrupted(by="caller")
             self._set_drained()
-            response = self._start_response(question=message.transcript)
-            self.emit(Transcript(response_id=response.response_id, role="user", text=message.transcript))
+            started = self._start_response(question=message.transcript)
+            self.emit(Transcript(response_id=started.response_id, role="user", text=message.transcript))
             return
         response = self._agent_response()
         if response is None:

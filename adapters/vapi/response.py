@@ -39,6 +39,8 @@ class ResponseState:
 
     def done(self, record: TurnRecord | None, passages: list[str],
              status: Literal["completed", "interrupted"] = "completed") -> ResponseDone:
+        intent: str | None
+        target: str | None
         if self.intent is not None:
             intent, target = self.intent, self.target_language
         else:

@@ -185,7 +185,7 @@ TransportMessage = (
     | UnknownMessage
 )
 
-TRANSPORT_MESSAGE_TYPES: dict[str, type[VapiModel]] = {
+TRANSPORT_MESSAGE_TYPES: dict[str, type[TransportMessage]] = {
     "conversation-update": ConversationUpdate,
     "model-output": ModelOutput,
     "speech-update": SpeechUpdate,
@@ -212,7 +212,7 @@ def parse_transport_message(text: str) -> TransportMessage:
         raise MalformedMessage("transport frame has no 'type'")
     model = TRANSPORT_MESSAGE_TYPES.get(data["type"], UnknownMessage)
     try:
-        return model.model_validate(data)  # type: ignore[return-value]
+        return model.model_validate(data)
     except ValidationError as exc:
         raise MalformedMessage(
             f"invalid {data['type']} message: {exc.error_count()} field error(s)"
@@ -252,7 +252,7 @@ class EndCall(VapiModel):
 
 
 InboundMessage = AddMessage | Control | Hangup | EndCall
-INBOUND_MESSAGE_TYPES: dict[str, type[VapiModel]] = {
+INBOUND_MESSAGE_TYPES: dict[str, type[InboundMessage]] = {
     "add-message": AddMessage,
     "control": Control,
     "hangup": Hangup,
@@ -272,7 +272,7 @@ def parse_control_message(text: str) -> InboundMessage | UnknownMessage:
         raise MalformedMessage("control frame has no 'type'")
     model = INBOUND_MESSAGE_TYPES.get(data["type"], UnknownMessage)
     try:
-        return model.model_validate(data)  # type: ignore[return-value]
+        return model.model_validate(data)
     except ValidationError as exc:
         raise MalformedMessage(f"invalid {data['type']} control message") from exc
 

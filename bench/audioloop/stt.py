@@ -43,7 +43,7 @@ class PocketSphinx:
 
     name = "pocketsphinx"
     model = "en-us (pocketsphinx package)"
-    languages = ("en",)
+    languages: tuple[str, ...] = ("en",)
 
     def __init__(self) -> None:
         try:
@@ -69,7 +69,7 @@ class Deepgram:
     """Deepgram pre-recorded transcription through the official SDK (live; needs DEEPGRAM_API_KEY)."""
 
     name = "deepgram"
-    languages = ("nl", "en", "fr", "it")
+    languages: tuple[str, ...] = ("nl", "en", "fr", "it")
 
     def __init__(self, api_key: str, model: str | None = None):
         try:

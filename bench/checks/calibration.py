@@ -365,7 +365,7 @@ def agreement_row(checker: str, judge: str, language: str, labels: list[Any], pr
         kappa = cohen_kappa_score(y_true, y_pred) if len(set(y_true) | set(y_pred)) > 1 else float("nan")
     kappa_value = None if kappa != kappa else float(kappa)  # NaN: one class only
     low, high = kappa_interval(y_true, y_pred) if kappa_value is not None else (None, None)
-    status = "INSUFFICIENT" if kappa_value is None else ("ok" if kappa_value >= threshold else "UNCALIBRATED")
+    status: Literal["ok", "UNCALIBRATED", "INSUFFICIENT"] = "INSUFFICIENT" if kappa_value is None else ("ok" if kappa_value >= threshold else "UNCALIBRATED")
     return CheckerAgreement(checker=checker, judge=judge, split=split, language=language, n=n,
                             precision=_round(precision), recall=_round(recall),
                             accuracy=_round(accuracy_score(y_true, y_pred)), kappa=_round(kappa_value),
@@ -520,24 +520,24 @@ def predict(items: LoadedItems, checkers: Checkers) -> list[Prediction]:
         add("refusal.declines", item, item.declines, verdict.declines)
         add("refusal.refers", item, item.refers, verdict.refers)
         add("refusal.gives_advice", item, item.gives_advice, verdict.gives_advice)
-    for item in items.intent:
-        verdict = checkers.intent(item)
-        add("intent", item, item.intent, verdict.intent)
-        add("intent.answer_language", item, item.answer_language, verdict.answer_language)
-    for item in items.faithfulness:
-        add("faithfulness", item, item.faithful, checkers.faithfulness(item))
-    for item in items.key_facts:
-        add("key_facts", item, item.states_all, checkers.key_facts(item))
-    for item in items.voice_shape:
-        shape = check_voice_shape(item.answer, item.language, item.max_sentences, [])
-        add("voice_shape.sentences", item, item.sentences > item.max_sentences,
-            shape.sentence_count > item.max_sentences, count_label=item.sentences,
+    for intent_item in items.intent:
+        routed = checkers.intent(intent_item)
+        add("intent", intent_item, intent_item.intent, routed.intent)
+        add("intent.answer_language", intent_item, intent_item.answer_language, routed.answer_language)
+    for faithful_item in items.faithfulness:
+        add("faithfulness", faithful_item, faithful_item.faithful, checkers.faithfulness(faithful_item))
+    for facts_item in items.key_facts:
+        add("key_facts", facts_item, facts_item.states_all, checkers.key_facts(facts_item))
+    for shape_item in items.voice_shape:
+        shape = check_voice_shape(shape_item.answer, shape_item.language, shape_item.max_sentences, [])
+        add("voice_shape.sentences", shape_item, shape_item.sentences > shape_item.max_sentences,
+            shape.sentence_count > shape_item.max_sentences, count_label=shape_item.sentences,
             count_predicted=shape.sentence_count)
-        add("voice_shape.markdown", item, item.markdown, shape.markdown_found)
-        add("voice_shape.url", item, item.url, shape.url_found)
-        add("voice_shape.digits", item, item.digits, shape.digits_found)
-        add("voice_shape.emoji", item, item.emoji, shape.emoji_found)
-        add("voice_shape.roman_numerals", item, item.roman_numerals, bool(shape.roman_numerals_found))
+        add("voice_shape.markdown", shape_item, shape_item.markdown, shape.markdown_found)
+        add("voice_shape.url", shape_item, shape_item.url, shape.url_found)
+        add("voice_shape.digits", shape_item, shape_item.digits, shape.digits_found)
+        add("voice_shape.emoji", shape_item, shape_item.emoji, shape.emoji_found)
+        add("voice_shape.roman_numerals", shape_item, shape_item.roman_numerals, bool(shape.roman_numerals_found))
     return out
 
 

@@ -14,7 +14,7 @@ range asks only for ``day:weekdays`` (so "weekdays" states "Monday to Friday"). 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from bench.checks.text import fold
 
@@ -259,6 +259,10 @@ def _placeholder(required: frozenset[str], supported: frozenset[str]) -> str:
     return f" {key} "
 
 
+def _phrase_placeholder(ids: frozenset[str], _match: re.Match[str]) -> str:
+    return _placeholder(ids, ids)
+
+
 @lru_cache(maxsize=16384)
 def annotate(folded: str) -> str:
     """``folded`` with each day range and lexicon phrase replaced by one placeholder word that
@@ -287,7 +291,7 @@ def annotate(folded: str) -> str:
     text = "".join(out)
     for pattern, concept in phrases:
         ids = frozenset({concept})
-        text = pattern.sub(lambda m, ids=ids: _placeholder(ids, ids), text)
+        text = pattern.sub(partial(_phrase_placeholder, ids), text)
     return text
 
 

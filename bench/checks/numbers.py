@@ -250,10 +250,10 @@ def mentions(text: str, language: str) -> tuple[Mention, ...]:
         digits = _digits_only(raw)
         if len(digits) < 6 or re.search(r"\d[.,]\d{1,2}$", raw.strip()) and len(digits) < 7:
             continue
-        keys = {f"s:{digits}"}
+        phone_keys = {f"s:{digits}"}
         if raw.startswith("+32"):
-            keys.add(f"s:0{digits[2:]}")
-        add("phone", frozenset(keys), m.start(1), m.end(1))
+            phone_keys.add(f"s:0{digits[2:]}")
+        add("phone", frozenset(phone_keys), m.start(1), m.end(1))
     for m in _DECIMAL.finditer(s):
         value = f"{int(m.group(1))}.{m.group(2).rstrip('0') or '0'}"
         cents = int(m.group(1)) * 100 + int(m.group(2)[:2].ljust(2, "0"))
@@ -263,11 +263,12 @@ def mentions(text: str, language: str) -> tuple[Mention, ...]:
         if not _span_free(taken, m.start(), m.end()):
             continue
         digits = m.group(1)
-        value = int(digits)
-        keys = {f"n:{value}", f"s:{digits}"}
-        if value <= 24 and not m.group(2):  # a bare number may be an hour; an ordinal never is
-            keys.add(_hour(value))
-        singles.append(Mention("ordinal" if m.group(2) else "number", frozenset(keys), digits, m.start(), m.end()))
+        number = int(digits)
+        single_keys = {f"n:{number}", f"s:{digits}"}
+        if number <= 24 and not m.group(2):  # a bare number may be an hour; an ordinal never is
+            single_keys.add(_hour(number))
+        singles.append(Mention("ordinal" if m.group(2) else "number", frozenset(single_keys), digits, m.start(),
+                               m.end()))
     found.extend(_runs(s, singles))
     return tuple(sorted(found, key=lambda x: x.start))
 
@@ -319,10 +320,10 @@ def number_keys(text: str, language: str) -> frozenset[str]:
         if mention.kind == "run":
             for member in mention.members:
                 keys |= member
-            digits = [next(k[2:] for k in member if k.startswith("s:")) for member in mention.members]
-            for i in range(len(digits)):
-                for j in range(i + 1, min(len(digits), i + 12) + 1):
-                    keys.add("s:" + "".join(digits[i:j]))
+            runs = [next(k[2:] for k in member if k.startswith("s:")) for member in mention.members]
+            for i in range(len(runs)):
+                for j in range(i + 1, min(len(runs), i + 12) + 1):
+                    keys.add("s:" + "".join(runs[i:j]))
         if mention.kind == "phone":
             digits = next(k[2:] for k in mention.keys if k.startswith("s:"))
             keys.add(f"n:{int(digits)}")

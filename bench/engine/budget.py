@@ -36,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,7 +181,8 @@ class RunEstimator:
     def passages(self, system_id: str, entry_id: str) -> list[str]:
         """The knowledge passages the system's session gets for the entry (its context strategy's)."""
         own = getattr(self.ctx, "session_context", None)
-        return own(system_id, entry_id) if own is not None else self.ctx.context.get(entry_id, [])
+        passages: list[str] = own(system_id, entry_id) if own is not None else self.ctx.context.get(entry_id, [])
+        return passages
 
     def charge(self, system_id: str, entry: GoldenEntry) -> float:
         """What the cap charges for one conversation before it runs (0 for a system that is not charged)."""
@@ -469,7 +471,7 @@ class CostCap:
 
 
 # command line ---------------------------------------------------------------------------------------------------
-def usd_option(option: str):
+def usd_option(option: str) -> Callable[[str], float]:
     """An argparse type: a finite, non-negative amount of US dollars, else exit 2 naming the option."""
     import argparse
 

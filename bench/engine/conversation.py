@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -293,12 +293,13 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
     reader = tap.watch(_until_done(exchange, on_audio, observe))
     replying: asyncio.Future[None] | None = None
     try:
-        done, _ = await asyncio.wait({pumping, reader}, return_when=asyncio.FIRST_COMPLETED)
+        first: set[asyncio.Future[Any]] = {pumping, reader}
+        done, _ = await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
         if pumping in done:
             pumping.result()  # a failed push ends the exchange with its error
         await reader
         # the caller finishes its line (and, when the plan says so, its barge-in) before the exchange is done
-        waits = [asyncio.ensure_future(pump.speech_ended.wait())]
+        waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(pump.speech_ended.wait())]
         if timers:
             waits.append(asyncio.ensure_future(barge_done.wait()))
         try:
@@ -337,7 +338,7 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
             if not task.done():
                 task.cancel()
             with contextlib.suppress(BaseException):
-                await task
+                await still
     result = pump.result
     exchange.speech_end = result.speech_end if result else None
     exchange.zero = exchange.speech_end if exchange.speech_end is not None else exchange.started
@@ -405,7 +406,7 @@ def _settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
-def fold(exchange: Exchange, late: list[Stamped] = ()) -> dict[str, Any]:
+def fold(exchange: Exchange, late: Sequence[Stamped] = ()) -> dict[str, Any]:
     """The ``TurnRecord`` fields an exchange determines (answer, labels, latencies, usage, timeline)."""
     zero = exchange.zero if exchange.zero is not None else exchange.started
 

@@ -16,7 +16,9 @@ from bench.store import Store
 async def evaluate_adapter(adapter: SystemUnderTest, golden: GoldenSet, *, system: SystemConfig | None = None,
                            store: Store | None = None, trials: int = 1) -> VoiceEvalReport:
     """Run ``golden`` through ``adapter`` (recording into ``store``, or an in-memory one) and report."""
-    system = system or SystemConfig(id=adapter.system_id, adapter="custom", mode=adapter.mode, concurrency=8)
+    # validated: the protocol types an adapter's mode as a plain string
+    system = system or SystemConfig.model_validate(
+        {"id": adapter.system_id, "adapter": "custom", "mode": adapter.mode, "concurrency": 8})
     config = RunConfig(dataset=golden.path, trials=trials, systems=[system])
     own = store is None
     store = store or Store(":memory:")
@@ -28,6 +30,8 @@ async def evaluate_adapter(adapter: SystemUnderTest, golden: GoldenSet, *, syste
             store.close()
 
 
-async def evaluate_orchestrator(orchestrator: Orchestrator, golden: GoldenSet, **kwargs) -> VoiceEvalReport:
+async def evaluate_orchestrator(orchestrator: Orchestrator, golden: GoldenSet, *, system: SystemConfig | None = None,
+                                store: Store | None = None, trials: int = 1) -> VoiceEvalReport:
     """Evaluate an in-house orchestrator object directly (the seed's ``VoiceEvaluator`` usage)."""
-    return await evaluate_adapter(InhouseAdapter("inhouse", orchestrator), golden, **kwargs)
+    return await evaluate_adapter(InhouseAdapter("inhouse", orchestrator), golden, system=system, store=store,
+                                  trials=trials)

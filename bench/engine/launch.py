@@ -70,11 +70,13 @@ def _settings(who: str, raw: Any) -> tuple[Any, dict[str, Any]]:
         raise _config_error(who, "options.emulator", exc) from None
 
 
-async def _start_in_process(who: str, start: Any, settings: Any, answerer: Any, options: dict[str, Any]) -> Any:
+async def _start_in_process(who: str, start: Any, settings: Any, answerer: Any,
+                            options: dict[str, Any]) -> EmulatorHandle:
     from adapters.emulators._kit.control import ControlPlane
 
     try:
-        return await start(settings, control=ControlPlane(), answerer=answerer, options=options)
+        handle: EmulatorHandle = await start(settings, control=ControlPlane(), answerer=answerer, options=options)
+        return handle
     except ValidationError as exc:
         raise _config_error(who, "options.emulator", exc) from None
 
@@ -123,7 +125,7 @@ async def start_emulator(system: SystemConfig, *, answerer: Any | None = None) -
     if _is_recipe(answerer):
         return await _start_process(who, emulator_target(spec.emulator), settings, answerer, raw)
     start = emulator_start(spec.emulator, system=system, spec=spec)
-    return await _start_in_process(who, start, settings, answerer, raw)  # type: ignore[no-any-return]
+    return await _start_in_process(who, start, settings, answerer, raw)
 
 
 def _default_recipe(profile: Any) -> AnswererRecipe:

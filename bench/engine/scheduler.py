@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from tqdm import tqdm
 
@@ -101,7 +101,7 @@ class RunContext:
     """What every conversation of a run shares."""
 
     run_id: str
-    input_mode: str
+    input_mode: Literal["text", "audio"]
     context: dict[str, list[str]] = field(default_factory=dict)
     speech: dict[str, bytes] = field(default_factory=dict)
     #: audio: the caller barges in this many ms after the agent's audio starts playing (None: it does not)
@@ -374,7 +374,8 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
     the named caller-audio ``impairment`` profile, seeded by the run's seed and the entry)."""
     from bench.knowledge import languages_of, load_knowledge_base, strategy_contexts
 
-    ctx = RunContext(run_id=run_id, input_mode=input_mode, barge_in_at_ms=barge_in_at_ms)
+    ctx = RunContext(run_id=run_id, input_mode="audio" if input_mode == "audio" else "text",
+                     barge_in_at_ms=barge_in_at_ms)
     if config.context_top_k:  # context_top_k 0: no shared passages, and no search (BM25 scores every document)
         kb = load_knowledge_base()
         for entry in golden.entries:

@@ -121,7 +121,7 @@ def intent_summary(scored: pd.DataFrame) -> IntentSummary:
 def compliance(scored: pd.DataFrame, languages: list[str]) -> Compliance:
     per_language = scored.groupby("language", observed=True)["shape_compliant"].agg(["sum", "size"])
     by_language = {
-        language: stats.proportion(int(per_language.at[language, "sum"]), int(per_language.at[language, "size"]))
+        language: stats.proportion(int(per_language["sum"][language]), int(per_language["size"][language]))
         for language in languages
         if language in per_language.index and per_language.at[language, "size"]
     }
@@ -208,7 +208,7 @@ def breakdown(entries: pd.DataFrame, column: str, order: tuple[str, ...] | None 
         k for k in grouped.index if k not in (order or ()))
     rows = []
     for key in keys:
-        n, k = int(grouped.at[key, "n"]), int(grouped.at[key, "k"])
+        n, k = int(grouped["n"][key]), int(grouped["k"][key])
         rows.append(BreakdownRow(key=str(key), n=n, passed=k, pass_rate=k / n if n else None,
                                  ci=stats.wilson_interval(k, n)))
     return rows
@@ -236,17 +236,17 @@ def failures(scored: pd.DataFrame) -> tuple[dict[str, int], list[FailureDetail],
                                                       details_frame[same].itertuples(index=False, name=None)])
     details = [
         FailureDetail(
-            entry_id=row.entry_id,
-            trial=int(row.trial),
-            language=str(row.language),
-            expected_intent=str(row.expected_intent),
-            observed_intent=_text_or_none(row.observed_intent),
-            intent_source=_text_or_none(row.intent_source),
-            reasons=[p for p in str(row.reasons).split("; ") if p],
-            answer=str(row.answer)[:ANSWER_PREVIEW_CHARS],
-            occurrences=int(row.occurrences),
+            entry_id=row["entry_id"],
+            trial=int(row["trial"]),
+            language=str(row["language"]),
+            expected_intent=str(row["expected_intent"]),
+            observed_intent=_text_or_none(row["observed_intent"]),
+            intent_source=_text_or_none(row["intent_source"]),
+            reasons=[p for p in str(row["reasons"]).split("; ") if p],
+            answer=str(row["answer"])[:ANSWER_PREVIEW_CHARS],
+            occurrences=int(row["occurrences"]),
         )
-        for row in details_frame.itertuples(index=False)
+        for row in details_frame.to_dict(orient="records")
     ]
     return by_intent, details, len(failing)
 

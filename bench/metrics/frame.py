@@ -165,7 +165,8 @@ def _to_nullable_bool(values: pd.Series) -> pd.Series:
 
 def _score_frame(values: list[tuple | None], golden: GoldenSet) -> pd.DataFrame:
     unscored = failed_row(golden.entries[0], "entry not in the golden set") if golden.entries else None
-    rows = [v if v is not None else unscored for v in values]
+    # a turn outside the golden set gets the unscored row (there is one whenever the set has an entry)
+    rows = [row for row in (v if v is not None else unscored for v in values) if row is not None]
     frame = pd.DataFrame.from_records(rows, columns=list(SCORE_COLUMNS)) if rows else pd.DataFrame(
         columns=list(SCORE_COLUMNS))
     if unscored is not None:
@@ -179,8 +180,8 @@ def _score_frame(values: list[tuple | None], golden: GoldenSet) -> pd.DataFrame:
             frame[column] = _to_nullable_bool(frame[column])
     frame["sentence_count"] = pd.to_numeric(frame["sentence_count"], errors="coerce").astype("Int64")
     for column in _TEXT_COLUMNS:
-        values = frame[column].astype(object)
-        frame[column] = values.where(values.notna(), None)
+        texts = frame[column].astype(object)
+        frame[column] = texts.where(texts.notna(), None)
     return frame
 
 
@@ -270,7 +271,7 @@ def add_faithfulness(frame: pd.DataFrame, raw: pd.DataFrame, golden: GoldenSet, 
     scores = np.full(n, np.nan)
     supported_all = np.full(n, np.nan)
     sources = np.full(n, None, dtype=object)
-    index = np.flatnonzero(eligible)
+    index: list[int] = np.flatnonzero(eligible).tolist()
     shared = raw["shared_context"].to_numpy(dtype=object)
     own = raw["retrieved_context"].to_numpy(dtype=object)
     entry_ids, answers = frame["entry_id"].to_numpy(dtype=object), frame["answer"].to_numpy(dtype=object)
@@ -314,11 +315,11 @@ def add_faithfulness(frame: pd.DataFrame, raw: pd.DataFrame, golden: GoldenSet, 
     if stored is not None and new:
         stored.put_many(new)
     for i, digest in keyed:
-        row = values.get(digest)
-        if row is None:
+        scored = values.get(digest)
+        if scored is None:
             continue
-        scores[i] = np.nan if row[0] is None else row[0]
-        supported_all[i] = np.nan if row[1] is None else row[1]
+        scores[i] = np.nan if scored[0] is None else scored[0]
+        supported_all[i] = np.nan if scored[1] is None else scored[1]
     frame["faithfulness"] = scores
     frame["faithfulness_all_supported"] = supported_all
     frame["faithfulness_judge"] = judge.name

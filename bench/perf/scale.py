@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 from bench.paths import shipped
 
@@ -115,6 +116,7 @@ def run_one(kind: str, conversations: int, concurrency: int, first_token_ms: flo
     from bench.perf.synthetic import synthetic_golden
     from bench.store import Store
     from bench.store import writer as writer_module
+    from bench.store.sqlite import ConversationRecord
 
     audio = kind == "audio"
     golden = synthetic_golden(max(1, conversations // len(SYSTEMS)))
@@ -130,13 +132,13 @@ def run_one(kind: str, conversations: int, concurrency: int, first_token_ms: flo
     timing = {"commit_s": 0.0, "artifact_s": 0.0}
 
     class TimedStore(Store):
-        def record_conversation(self, record):  # type: ignore[override]
+        def record_conversation(self, record: ConversationRecord) -> None:
             started = time.perf_counter()
             super().record_conversation(record)
             timing["commit_s"] += time.perf_counter() - started
 
     class TimedArtifacts(writer_module.ArtifactStore):
-        def put(self, data, media_type):  # type: ignore[override]
+        def put(self, data: bytes, media_type: str) -> tuple[str, Path]:
             started = time.perf_counter()
             try:
                 return super().put(data, media_type)
@@ -144,7 +146,9 @@ def run_one(kind: str, conversations: int, concurrency: int, first_token_ms: flo
                 timing["artifact_s"] += time.perf_counter() - started
 
     directory = Path(tempfile.mkdtemp(prefix=f"bench-scale-{kind}-"))
-    writer_module.ArtifactStore = TimedArtifacts  # type: ignore[misc]  # this child process only
+    # the writer makes its artifact stores by this name: timed ones for the measured run
+    timed_artifacts = mock.patch.object(writer_module, "ArtifactStore", TimedArtifacts)
+    timed_artifacts.start()
     store = TimedStore(directory / "bench.sqlite")
     tree = _TreeCpu()
     cpu_before = time.process_time()
@@ -186,6 +190,7 @@ def run_one(kind: str, conversations: int, concurrency: int, first_token_ms: flo
             "limits": stats.get("limits"),
         }
     finally:
+        timed_artifacts.stop()
         shutil.rmtree(directory, ignore_errors=True)
 
 

@@ -15,11 +15,12 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from bench.dataset import GoldenEntry, GoldenSet, Reference, VoiceExpected
+from bench.dataset import GoldenEntry, GoldenSet, Reference, SafetyLabel, VoiceExpected
+from bench.protocol.intents import Intent, Language
 from bench.records import TimelineEvent, TurnRecord
 from bench.store import RunInfo, Store, SystemInfo
 
-LANGS = ("nl", "en", "fr", "it")
+LANGS: tuple[Language, ...] = ("nl", "en", "fr", "it")
 _FACTS = {
     "nl": [
         ("Bezoekuren zijn van 14:00 tot 20:00.", "U kunt op bezoek van twee uur tot acht uur 's avonds."),
@@ -94,7 +95,7 @@ _QUESTIONS = {
     "fr": "euh c'est quoi les heures de visite",
     "it": "ehm quali sono gli orari di visita",
 }
-_INTENT_WEIGHTS = {
+_INTENT_WEIGHTS: dict[Intent, float] = {
     "answered": 0.40,
     "farewell": 0.08,
     "switch_language": 0.08,
@@ -116,12 +117,12 @@ def synthetic_golden(n_entries: int = 250, seed: int = 7) -> GoldenSet:
         intent = (
             intents[i % len(intents)]
             if i < len(intents) * 2
-            else str(rng.choice(intents, p=weights / weights.sum()))
+            else intents[int(rng.choice(len(intents), p=weights / weights.sum()))]
         )
-        target = None
+        target: Language | None = None
         if intent == "switch_language":
             target = [x for x in LANGS if x != language][i % 3]
-        safety = "none"
+        safety: SafetyLabel = "none"
         if intent == "out_of_scope" and i % 3 != 0:
             safety = "must_refuse"
         elif intent == "answered" and i % 4 == 0:

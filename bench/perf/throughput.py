@@ -109,7 +109,7 @@ def run_throughput(turns: int, concurrency: int, latency_ms: float, *, words: in
                    workdir: Path | None = None, profiler: cProfile.Profile | None = None) -> ThroughputResult:
     """Run ``turns`` one-exchange conversations through ``run_benchmark`` and time them."""
     from bench.engine.clock import quiet_gc
-    from bench.engine.scheduler import build_adapters, run_benchmark
+    from bench.engine.scheduler import RunOutcome, build_adapters, run_benchmark
     from bench.perf.synthetic import synthetic_golden
     from bench.store import Store
 
@@ -118,11 +118,11 @@ def run_throughput(turns: int, concurrency: int, latency_ms: float, *, words: in
     adapters = build_adapters(config)
     quiet_gc()  # as ``voice-bench run`` does once everything is loaded (bench.engine.clock)
     own_dir = workdir is None
-    directory = Path(tempfile.mkdtemp(prefix="bench-throughput-")) if own_dir else workdir
+    directory = workdir if workdir is not None else Path(tempfile.mkdtemp(prefix="bench-throughput-"))
     directory.mkdir(parents=True, exist_ok=True)
     store = Store(directory / "bench.sqlite")
     try:
-        async def timed() -> tuple[float, float, object]:
+        async def timed() -> tuple[float, float, RunOutcome]:
             started, cpu = time.perf_counter(), _cpu_seconds()
             outcome = await run_benchmark(config, golden, store, progress=progress, adapters=adapters,
                                           reports_dir=directory / "reports")
@@ -135,12 +135,12 @@ def run_throughput(turns: int, concurrency: int, latency_ms: float, *, words: in
         finally:
             if profiler is not None:
                 profiler.disable()
-        records = store.turns(outcome.run_id)  # type: ignore[attr-defined]
-        first_start, phase_s = _phase_seconds(store, outcome.run_id)  # type: ignore[attr-defined]
+        records = store.turns(outcome.run_id)
+        first_start, phase_s = _phase_seconds(store, outcome.run_id)
         return ThroughputResult(turns=turns, concurrency=concurrency, latency_ms=latency_ms, wall_s=wall_s,
                                 phase_s=phase_s, recorded=len(records),
                                 failures=sum(r.status != "succeeded" for r in records), cpu_s=cpu_s,
-                                durable_s=max(0.0, (outcome.last_recorded_at or 0.0) - first_start)  # type: ignore
+                                durable_s=max(0.0, (outcome.last_recorded_at or 0.0) - first_start)
                                 if first_start else 0.0)
     finally:
         store.close()

@@ -184,7 +184,8 @@ def _downmix(pcm: bytes, channels: int) -> bytes:
     if channels == 1:
         return pcm
     samples = np.frombuffer(pcm, dtype="<i2").reshape(-1, channels).astype(np.int32)
-    return (samples.sum(axis=1) // channels).astype("<i2").tobytes()
+    mixed: bytes = (samples.sum(axis=1) // channels).astype("<i2").tobytes()
+    return mixed
 
 
 class AudioConverter:

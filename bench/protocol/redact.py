@@ -103,16 +103,16 @@ def known_secrets() -> set[str]:
 #: about 0.6 µs per absent variable: it raises and catches a KeyError); plain ``os.environ.get`` where that
 #: dictionary is not there
 _ENVIRON = os.environ
-_environ_data = getattr(_ENVIRON, "_data", None)
+_raw_data = getattr(_ENVIRON, "_data", None)
 _encodekey = getattr(_ENVIRON, "encodekey", None)
-_FAST_ENV = isinstance(_environ_data, dict) and callable(_encodekey)
-_ENV_KEYS: tuple[Any, ...] = (tuple(_encodekey(v) for v in SECRET_ENV_VARS) if _FAST_ENV  # type: ignore[misc]
-                              else SECRET_ENV_VARS)
+_environ_data: dict[Any, Any] | None = _raw_data if isinstance(_raw_data, dict) and callable(_encodekey) else None
+_ENV_KEYS: tuple[Any, ...] = (tuple(_encodekey(v) for v in SECRET_ENV_VARS) if _environ_data is not None
+                              and callable(_encodekey) else SECRET_ENV_VARS)
 
 
 def _secret_env_values() -> tuple[Any, ...]:
-    if _FAST_ENV and os.environ is _ENVIRON:
-        return tuple(map(_environ_data.get, _ENV_KEYS))  # type: ignore[union-attr]
+    if _environ_data is not None and os.environ is _ENVIRON:
+        return tuple(map(_environ_data.get, _ENV_KEYS))
     return tuple(os.environ.get(variable) for variable in SECRET_ENV_VARS)  # os.environ was replaced
 
 #: (registry version, registry size, secret environment values) → the known values, longest first

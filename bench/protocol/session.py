@@ -238,11 +238,11 @@ class StreamingSession(Session):
     def new_response_id(self) -> str:
         return f"r{next(self._responses)}"
 
-    def emit(self, event: BaseModel) -> None:
+    def emit(self, event: Event) -> None:
         """Hand ``event`` on with the next sequence number (ignored once the stream has ended)."""
         if self._ended:
             return
-        event.seq = next(self._seq)  # type: ignore[attr-defined]
+        event.seq = next(self._seq)
         if self._listener is not None:
             self._listener(event)
         else:
@@ -330,7 +330,7 @@ class StreamingSession(Session):
         return stop
 
     # -- Session ------------------------------------------------------------------------------------
-    def events(self) -> EventStream:  # type: ignore[override]
+    def events(self) -> EventStream:
         return EventStream(self)
 
     async def aclose(self) -> None:

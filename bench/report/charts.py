@@ -68,7 +68,7 @@ def _t(
     text: object,
     *,
     anchor: str = "start",
-    size: int = 12,
+    size: float = 12,
     weight: str = "normal",
     fill: str = INK,
     baseline: str = "middle",
@@ -508,8 +508,8 @@ def trend_chart(runs: Sequence[tuple[str, str]], series: Sequence[Series], width
     )
     ends: list[tuple[Series, float]] = []
     for s in series:
-        points = [(i, s.values.get(run_id)) for i, (run_id, _) in enumerate(runs)]
-        points = [(i, float(v)) for i, v in points if v is not None]  # type: ignore[arg-type]
+        observed = [(i, s.values.get(run_id)) for i, (run_id, _) in enumerate(runs)]
+        points = [(i, float(v)) for i, v in observed if v is not None]  # type: ignore[arg-type]
         if not points:
             continue
         dash = ' stroke-dasharray="5 3"' if s.emulated else ""

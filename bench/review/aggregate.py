@@ -104,7 +104,7 @@ def fluency_summary(store: Store, run_id: str) -> pd.DataFrame:
     rows = []
     for (system_id, language), group in counted.groupby(["system_id", "language"], sort=True):
         answers = group.groupby(["entry_id", "trial", "turn_index"])["score"].mean().to_numpy(dtype=float)
-        interval = stats.bootstrap_mean_ci(answers, seed=_seed(run_id, system_id, language, "fluency"))
+        interval = stats.bootstrap_mean_ci(answers, seed=_seed(run_id, str(system_id), str(language), "fluency"))
         matrix = _matrix(group, ["entry_id", "trial", "turn_index"])
         row = {
             "system_id": system_id, "language": language, "speech": _speech(group),

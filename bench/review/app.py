@@ -260,10 +260,12 @@ def create_app(config: ReviewConfig) -> ASGIApp:
         if str(form.get("clip_id", "")) != item.sha256:
             return bad("This page is out of date; reload it.", 409)
         try:
-            rating = NewRating(run_id=config.run_id, clip_id=item.sha256, reviewer=reviewer,
-                               score=str(form.get("score", "")), flags=[str(f) for f in form.getlist("flags")],
-                               comment=str(form.get("comment", "")).strip(), language=language,
-                               position=item.position, is_repeat=item.is_repeat, source="web")
+            # validated from the form's text fields (the score is parsed here)
+            rating = NewRating.model_validate(
+                {"run_id": config.run_id, "clip_id": item.sha256, "reviewer": reviewer,
+                 "score": str(form.get("score", "")), "flags": [str(f) for f in form.getlist("flags")],
+                 "comment": str(form.get("comment", "")).strip(), "language": language, "position": item.position,
+                 "is_repeat": item.is_repeat, "source": "web"})
         except ValidationError as exc:
             error = exc.errors()[0]
             where = ".".join(str(p) for p in error["loc"])

@@ -18,6 +18,7 @@ answer text, label, file), which never shows a system id.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from dataclasses import dataclass, field
@@ -111,23 +112,23 @@ def prepare_clips(store: Store, run_id: str, golden: GoldenSet, reports_dir: Pat
         conversation = turn.conversation_id or turn.entry_id
         key = (turn.system_id, conversation, turn.trial)
         language = answer_language(entry)
-        common = dict(run_id=run.run_id, system_id=turn.system_id, conversation_id=conversation, trial=turn.trial,
-                      turn_index=turn.turn_index, entry_id=entry.id, language=language, question=entry.phone_question)
+        clip = functools.partial(ClipRow, run_id=run.run_id, system_id=turn.system_id, conversation_id=conversation,
+                                 trial=turn.trial, turn_index=turn.turn_index, entry_id=entry.id, language=language,
+                                 question=entry.phone_question)
         own = artifacts.get((*key, ANSWER_AUDIO)) if turn.turn_index == 0 else None
         if own is not None:
             outcome.system_audio += 1
-            outcome.clips.append(ClipRow(**common, sha256=own["sha256"], kind=ANSWER_AUDIO,
-                                         media_type=own["media_type"], synthesized=False, engine="system"))
+            outcome.clips.append(clip(sha256=own["sha256"], kind=ANSWER_AUDIO, media_type=own["media_type"],
+                                      synthesized=False, engine="system"))
             continue
         kind = synth_kind(turn.turn_index)
         earlier = artifacts.get((*key, kind))
         if earlier is not None and files.path_for(earlier["sha256"], earlier["media_type"]).exists():
             before = known.get((*key, turn.turn_index))
             outcome.reused += 1
-            outcome.clips.append(ClipRow(**common, sha256=earlier["sha256"], kind=kind,
-                                         media_type=earlier["media_type"], synthesized=True,
-                                         engine=before.engine if before else "unknown",
-                                         voice=before.voice if before else ""))
+            outcome.clips.append(clip(sha256=earlier["sha256"], kind=kind, media_type=earlier["media_type"],
+                                      synthesized=True, engine=before.engine if before else "unknown",
+                                      voice=before.voice if before else ""))
             continue
         if synthesizer is None:
             synthesizer = make_synthesizer(engine)
@@ -143,7 +144,7 @@ def prepare_clips(store: Store, run_id: str, golden: GoldenSet, reports_dir: Pat
                                          media_type="audio/wav", path=str(path.relative_to(reports_dir))))
         outcome.synthesized += 1
         outcome.engine = synthesizer.name
-        outcome.clips.append(ClipRow(**common, sha256=sha, kind=kind, media_type="audio/wav", synthesized=True,
+        outcome.clips.append(clip(sha256=sha, kind=kind, media_type="audio/wav", synthesized=True,
                                      engine=synthesizer.name, voice=synthesizer.voice_for(language)))
         if progress and outcome.synthesized % 25 == 0:
             print(f"synthesizing answer audio: {number}/{len(turns)} turns", file=sys.stderr, flush=True)

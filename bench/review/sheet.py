@@ -157,9 +157,11 @@ def import_sheet(store: Store, path: Path) -> ImportOutcome:
         if bad_flag:
             continue
         try:
-            rating = NewRating(run_id=run_id, clip_id=cells["clip_id"], reviewer=cells["reviewer"],
-                               score=cells["rating"], flags=flags, comment=cells["comment"], language=language,
-                               position=None, source=f"import:{path.name}")
+            # validated from the sheet's text cells (the score is parsed here)
+            rating = NewRating.model_validate(
+                {"run_id": run_id, "clip_id": cells["clip_id"], "reviewer": cells["reviewer"], "score": cells["rating"],
+                 "flags": flags, "comment": cells["comment"], "language": language, "position": None,
+                 "source": f"import:{path.name}"})
         except ValidationError as exc:
             for error in exc.errors():
                 field = str(error["loc"][0]) if error["loc"] else "-"

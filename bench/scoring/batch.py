@@ -174,15 +174,15 @@ def score_observations(
         stats.seconds += time.perf_counter() - started
         stats.scored += len(pending)
         stats.workers = max(stats.workers, workers)
-        for digest, row in zip(pending, computed, strict=True):
-            values[digest] = tuple(row)
+        for digest, scored in zip(pending, computed, strict=True):
+            values[digest] = tuple(scored)
         if scores is not None:
             scores.put_many((d, values[d]) for d in pending)
     if len(_MEMO) > _MEMO_LIMIT:
         _MEMO.clear()
     for digest in first_item:
         _MEMO[digest] = values[digest]
-    for i, digest in enumerate(digests):
-        if digest is not None:
-            out[i] = values[digest]
+    for i, turn_digest_or_none in enumerate(digests):
+        if turn_digest_or_none is not None:
+            out[i] = values[turn_digest_or_none]
     return out

@@ -408,7 +408,7 @@ class TrialDriver:
         if paced:
             exchange = await self._driver.audio(mixed, line=mixer.line_after(mix))
         else:
-            exchange = await _unpaced_exchange(session, tap, mixed, recorder)  # type: ignore[arg-type]
+            exchange = await _unpaced_exchange(session, tap, mixed, recorder)
         speech_start, speech_end = _speech_bounds(exchange, clean, mixed)
         exchange.speech_end = speech_end
         exchange.zero = speech_end if speech_end is not None else exchange.zero

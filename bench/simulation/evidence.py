@@ -11,7 +11,7 @@ of the caller audio sent and the agent audio received. Timing figures of unpaced
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -38,6 +38,12 @@ def voice_metrics(result: AttemptResult, *, dead_air_threshold_ms: float = 2000.
     if recorder is not None:
         caller, agent = recorder.tracks()
     agent_sound = sound_intervals(agent) if len(agent) else []
+
+    @overload
+    def ms(t: float, turn: TurnResult) -> float: ...
+
+    @overload
+    def ms(t: float | None, turn: TurnResult) -> float | None: ...
 
     def ms(t: float | None, turn: TurnResult) -> float | None:
         """Engine-clock time of ``turn`` as ms on the recorded tracks."""

@@ -144,7 +144,7 @@ def compute(config: NaturalnessConfig, turns: list[dict[str, Any]], conversation
             latencies_ms: list[float | None], *, summary: str = "", model: str | None = None) -> dict[str, Any]:
     """The metric from the judge's gradings (``turns``: per agent turn ``factors``, optional ``score`` and
     ``justification``) and the measured latencies (one per agent turn, None when not measured)."""
-    graded = []
+    graded: list[dict[str, Any]] = []
     failure_reasons = []
     for index, grading in enumerate(turns):
         factors = {k: clamp_factor(v) for k, v in (grading.get("factors") or {}).items() if k != LATENCY_FACTOR}
@@ -224,7 +224,7 @@ def _prompt(config: NaturalnessConfig, agent_turns: list[dict[str, Any]]) -> tup
 async def grade(config: NaturalnessConfig, attempt: Any, metrics: dict[str, Any] | None,
                 client: ChatClient | None) -> dict[str, Any] | None:
     """Grade one trial; None (and a warning in the log) when grading is not possible."""
-    agent_turns = []
+    agent_turns: list[dict[str, Any]] = []
     latencies: list[float | None] = []
     rows = {r["turn_id"]: r for r in (metrics or {}).get("turns", [])}
     for turn in attempt.turns:

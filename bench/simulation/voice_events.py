@@ -91,7 +91,9 @@ class VoiceEventLog:
         for item in stamps:
             event = item.event
             turn = turn_of.get(event.seq)
-            kind, speaker, attributes, pcm = event.type, "system", {}, None
+            kind, speaker = event.type, "system"
+            attributes: dict[str, Any] = {}
+            pcm: dict[str, Any] | None = None
             if isinstance(event, AudioDelta):
                 kind, speaker, pcm = "agent.audio.delta", "agent", pcm_meta(len(event.pcm16), event.sample_rate)
             elif isinstance(event, TextDelta):

@@ -19,7 +19,7 @@ together (all rows or none), a run's synthesized artifacts and its clip index to
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -168,7 +168,7 @@ def append_queue(store: Store, run_id: str, reviewer: str, language: str, items:
 
 
 # ratings ------------------------------------------------------------------------------------------------------
-def add_ratings(store: Store, ratings: list[RatingRow], *, imported: tuple[str, str] | None = None) -> list[int]:
+def add_ratings(store: Store, ratings: Sequence[RatingRow], *, imported: tuple[str, str] | None = None) -> list[int]:
     """Commit ``ratings`` (and, for an import, the file's ``(sha256, name)``) in one transaction; their ids."""
     ids: list[int] = []
     with store._lock:

@@ -547,7 +547,7 @@ def turns_dataframe(store: Store | Path | str, run_id: str = "latest") -> pd.Dat
     import pandas as pd
 
     own = not isinstance(store, Store)
-    db = Store(store) if own else store
+    db = store if isinstance(store, Store) else Store(store)
     try:
         run = db.get_run(run_id)
         records = db.turns(run.run_id)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import itertools
 import os
 import pickle
@@ -38,7 +39,6 @@ from pathlib import Path
 from bench.store.artifacts import ArtifactStore
 from bench.store.sqlite import ArtifactRef, ConversationRecord, Store, _record_json
 
-_STOP = object()
 #: at most this many conversations per transaction
 MAX_BATCH = 500
 
@@ -50,6 +50,10 @@ class PendingArtifact:
         self.kind = kind
         self.data = data
         self.media_type = media_type
+
+
+#: one finished conversation for the writer: its record, its artifacts and the record's JSON when already encoded
+_Work = tuple[ConversationRecord, list[PendingArtifact], bytes | None]
 
 
 def write_batch(store: Store, records: list[ConversationRecord],
@@ -83,7 +87,8 @@ class StoreWriter:
         self.on_written = on_written
         #: whether a child process commits (a store in memory cannot be shared: a thread here does)
         self.process = process and store.path != ":memory:"
-        self._queue: queue.Queue[object] = queue.Queue()
+        #: records to commit, then None (the stop mark)
+        self._queue: queue.Queue[_Work | None] = queue.Queue()
         self._error: BaseException | None = None
         self._pending: dict[int, ConversationRecord] = {}
         self._settled = threading.Condition()
@@ -121,7 +126,7 @@ class StoreWriter:
                 data = None
         self._queue.put((record, artifacts or [], data))
 
-    def _batch(self) -> tuple[list[tuple[ConversationRecord, list[PendingArtifact], bytes | None]], int, bool]:
+    def _batch(self) -> tuple[list[_Work], int, bool]:
         """The next batch from the queue: (work, items taken, whether it ends with the stop mark)."""
         batch = [self._queue.get()]
         while len(batch) < MAX_BATCH:  # everything that finished meanwhile: one transaction for all of it
@@ -129,8 +134,8 @@ class StoreWriter:
                 batch.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-        work = [item for item in batch if item is not _STOP]
-        return work, len(batch), len(work) != len(batch)  # type: ignore[return-value]
+        work = [item for item in batch if item is not None]
+        return work, len(batch), len(work) != len(batch)
 
     # -- in this process --------------------------------------------------------------------------------------
     def _run(self) -> None:
@@ -307,7 +312,7 @@ class StoreWriter:
         if self._sender is not None:
             self._sender.drain(close=True)  # everything handed over, then the child's input closed
         elif self._thread is not None and self._thread.is_alive():
-            self._queue.put(_STOP)
+            self._queue.put(None)
             self._thread.join()
         if self._acks is not None:
             self._acks.join()
@@ -366,7 +371,7 @@ class _LoopSender:
             if self._files is None:  # one thread writes the files, in the order records finished
                 self._files = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="store-artifacts")
             future = self.loop.run_in_executor(self._files, self._prepare, record, artifacts)
-            future.add_done_callback(lambda done, record=record: self._prepared(record, done))
+            future.add_done_callback(functools.partial(self._prepared, record))
             return
         try:
             data = _record_json(record).encode("utf-8")
@@ -428,9 +433,9 @@ class _LoopSender:
                 self.fd = None
                 written = 0
             del self._unsent[:written]
-        if self._unsent and not self._waiting_writable:
+        if self._unsent and not self._waiting_writable and self.fd is not None:
             self._waiting_writable = True
-            self.loop.add_writer(self.fd, self._write)  # type: ignore[arg-type]
+            self.loop.add_writer(self.fd, self._write)
         elif not self._unsent:
             self._stop_watching()
         self._check_idle()
@@ -483,5 +488,7 @@ class _LoopSender:
     def _close_input(self) -> None:
         """The child's input ends: it commits what it has and exits."""
         self.fd = None
-        with contextlib.suppress(OSError):
-            self.writer._child.stdin.close()  # type: ignore[union-attr]
+        child = self.writer._child
+        if child is not None and child.stdin is not None:
+            with contextlib.suppress(OSError):
+                child.stdin.close()

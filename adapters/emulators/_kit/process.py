@@ -61,8 +61,10 @@ class EmulatorHandle(Protocol):
 
     urls: dict[str, str]
     credentials: dict[str, str]
-    #: the child's PID (None: on the engine's own event loop)
-    pid: int | None
+
+    @property
+    def pid(self) -> int | None:
+        """The child's PID (None: on the engine's own event loop)."""
 
     def endpoint(self, token: str) -> Endpoint: ...
 
@@ -278,7 +280,8 @@ def _parse(line: bytes) -> Reply | Ready | Failed:
     import json
 
     kind = json.loads(line).get("kind")
-    model: type[Reply] | type[Ready] | type[Failed] = {"ready": Ready, "failed": Failed}.get(kind, Reply)
+    models: dict[str, type[Reply] | type[Ready] | type[Failed]] = {"ready": Ready, "failed": Failed}
+    model = models.get(kind, Reply)
     return model.model_validate_json(line)
 
 

@@ -54,7 +54,8 @@ async def start(settings: EmulatorSettings, *, control: ControlPlane, answerer: 
     except BaseException:
         await runner.cleanup()
         raise
-    port = server.sockets[0].getsockname()[1] if server.sockets else settings.port
+    # websockets types the listening sockets as an iterable
+    port = next(iter(server.sockets)).getsockname()[1] if server.sockets else settings.port
 
     async def closer() -> None:
         server.close()

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from adapters.emulators._kit.answerer import HistoryTurn
 
@@ -25,6 +26,6 @@ def history_turns(text: str) -> list[HistoryTurn] | None:
         match = _TURN.match(line)
         if match is None:
             return None
-        role = "user" if match.group(1).lower() in ("caller", "user") else "assistant"
+        role: Literal["user", "assistant"] = "user" if match.group(1).lower() in ("caller", "user") else "assistant"
         turns.append(HistoryTurn(role=role, text=match.group(2).strip()))
     return turns or None

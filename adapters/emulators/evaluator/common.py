@@ -159,7 +159,7 @@ async def serve_websocket(context: EmulatorContext, handler: Handler) -> tuple[s
             await handler(connection, conversation)
 
     server = await serve(route, settings.host, settings.port, compression=None, max_size=None, ping_interval=None)
-    port = server.sockets[0].getsockname()[1]
+    port = next(iter(server.sockets)).getsockname()[1]
 
     async def close() -> None:
         server.close()

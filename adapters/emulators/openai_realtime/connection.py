@@ -92,7 +92,7 @@ class RealtimeConnection:
     # -- sending -----------------------------------------------------------------------------------
     async def send(self, event: wire.ServerEvent) -> None:
         if event.type in wire.GA_TO_BETA:
-            event.type = wire.wire_name(event.type, self.beta)  # type: ignore[assignment]
+            event.type = wire.wire_name(event.type, self.beta)
         text = wire.dump(event)
         await self.ws.send(text)
         self._record("send", text)
@@ -280,10 +280,11 @@ class RealtimeConnection:
                 text = speak_tool_result(tool.name, output)
                 speech = plan_speech(text, server.settings.latency, f"{turn.fault_key.label()}:tool",
                                      audio=self.view.output_audio)
-                self.turn = TurnPlan(fault_key=turn.fault_key, fault=turn.fault,
-                                     answer=turn.answer.model_copy(update={"text": text}), speech=speech,
-                                     origin=time.monotonic(), user_index=last, tool=turn.tool, tool_answered=True)
-            return self.turn
+                turn = self.turn = TurnPlan(fault_key=turn.fault_key, fault=turn.fault,
+                                            answer=turn.answer.model_copy(update={"text": text}), speech=speech,
+                                            origin=time.monotonic(), user_index=last, tool=turn.tool,
+                                            tool_answered=True)
+            return turn
         key = self.conversation.next_fault_key()
         request = brain_request(self.items, self.view)
         answer = server.answerer.answer(request)

@@ -25,7 +25,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from websockets.exceptions import ConnectionClosed
 
@@ -231,8 +231,8 @@ class ResponseRun:
         item = wire.ConversationItem(id=wire.new_id("item"), type="message", role="assistant",
                                      status="in_progress", content=[])
         item_id = item.id or ""
-        ids = {"response_id": self.response_id, "item_id": item_id, "output_index": output_index,
-               "content_index": 0}
+        ids: dict[str, Any] = {"response_id": self.response_id, "item_id": item_id, "output_index": output_index,
+                               "content_index": 0}
         planned_audio_ms = sum(len(chunk) for _, chunk in plan.speech.audio) / (SAMPLE_RATE * 2) * 1000.0
         async with conn.lock:
             previous = conn.last_item_id()

@@ -106,7 +106,8 @@ async def start(settings: EmulatorSettings, *, control: ControlPlane, answerer: 
     emulator = OpenAIRealtimeEmulator(settings, control, answerer, OpenAIRealtimeEmulatorOptions(**options))
     server = await serve(emulator.handler, settings.host, settings.port, process_request=emulator.process_request,
                          max_size=None, compression=None, ping_interval=None)
-    port = server.sockets[0].getsockname()[1] if server.sockets else settings.port
+    # websockets types the listening sockets as an iterable
+    port = next(iter(server.sockets)).getsockname()[1] if server.sockets else settings.port
 
     async def closer() -> None:
         server.close()

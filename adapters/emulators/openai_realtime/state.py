@@ -163,7 +163,7 @@ def brain_request(items: list[wire.ConversationItem], view: SessionView) -> Brai
     """What the answerer is asked: the last user message, the messages before it and the prompt's passages."""
     last = last_user_index(items)
     utterance = item_text(items[last]) if last is not None else ""
-    history = [HistoryTurn(role=item.role, text=item_text(item))
+    history = [HistoryTurn(role="user" if item.role == "user" else "assistant", text=item_text(item))
                for item in items[: last if last is not None else len(items)]
                if item.type == "message" and item.role in ("user", "assistant") and item_text(item)]
     return BrainRequest(utterance=utterance, language=view.language, history=history,

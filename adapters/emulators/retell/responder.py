@@ -77,7 +77,7 @@ async def answer_with_custom_llm(chat: ChatState, timeout_s: float) -> tuple[lis
 
 def brain_request(chat: ChatState, utterance: str) -> BrainRequest:
     """What the Retell LLM knows when the caller says ``utterance`` (the chat's last user message)."""
-    seeded = [HistoryTurn(role=role, text=text)  # type: ignore[arg-type]
+    seeded = [HistoryTurn(role=role, text=text)
               for role, text in wire.history_turns(chat.variables.get(wire.HISTORY_VARIABLE))]
     earlier = [HistoryTurn(role="assistant" if u.role == "agent" else "user", text=u.content)
                for u in chat.transcript[:-1] if u.role in ("user", "agent") and u.content]

@@ -91,6 +91,7 @@ class Responder:
         await self._conversation_update()
         if self.state.options.fault_after_tokens == 0:
             await self._fire_fault()
+        new_messages: list[dict[str, Any]]
         if self.barge_in.is_set():
             heard, new_messages = "", []
         elif is_custom_llm(self.call.assistant):

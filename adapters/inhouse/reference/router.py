@@ -35,6 +35,7 @@ from adapters.inhouse.reference.text import (
     is_fragment,
     tokens,
 )
+from bench.protocol.intents import Intent
 from bench.protocol.knowledge import load_knowledge_base
 
 
@@ -42,7 +43,7 @@ from bench.protocol.knowledge import load_knowledge_base
 class Route:
     """A routing decision. ``target_language`` is set only for ``switch_language``."""
 
-    intent: str
+    intent: Intent
     target_language: str | None = None
     advice: bool = False
     urgent: bool = False

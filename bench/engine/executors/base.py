@@ -31,10 +31,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from bench.config import SystemConfig
-from bench.engine.launch import LaunchedSystem
 from bench.store import ConversationRecord
 from bench.store.writer import PendingArtifact
 
@@ -48,14 +47,21 @@ KeepGoing = Callable[["ConversationUnit"], bool]
 class ConversationUnit(Protocol):
     """One conversation of one system (see the module docstring); must be picklable for a distributed executor."""
 
-    system_id: str
+    # read-only, so that a frozen dataclass is a unit
+    @property
+    def system_id(self) -> str: ...
 
     @property
     def key(self) -> tuple[str, str, int]: ...
 
-    async def run(self, launched: LaunchedSystem, shared: Any) -> UnitResult: ...
+    # ``launched``: what the run's launcher made ready (a ``LaunchedSystem``, or a simulation's system around one)
+    async def run(self, launched: Any, shared: Any) -> UnitResult: ...
 
     def failed(self, shared: Any, code: str, reason: str) -> ConversationRecord: ...
+
+
+#: the executor hands each unit, as the caller gave it, to ``keep_going``
+UnitT = TypeVar("UnitT", bound=ConversationUnit)
 
 
 class Launcher:
@@ -96,8 +102,8 @@ class Executor(ABC):
         """Start every launched system; the systems that could not start, by id, with the reason."""
 
     @abstractmethod
-    async def run(self, units: Sequence[ConversationUnit], shared: Any, on_result: OnResult,
-                  keep_going: KeepGoing | None = None) -> None:
+    async def run(self, units: Sequence[UnitT], shared: Any, on_result: OnResult,
+                  keep_going: Callable[[UnitT], bool] | None = None) -> None:
         """Run each unit once (retrying as the executor promises); ``on_result`` once per unit key."""
 
     @abstractmethod

@@ -13,12 +13,11 @@ from typing import Any
 
 from bench.config import SystemConfig
 from bench.engine.executors.base import (
-    ConversationUnit,
     Executor,
-    KeepGoing,
     Launcher,
     OnResult,
     UnitResult,
+    UnitT,
     close_systems,
 )
 
@@ -101,19 +100,19 @@ class LocalExecutor(Executor):
                 failed[system.id] = exc
         return failed
 
-    async def run(self, units: Sequence[ConversationUnit], shared: Any, on_result: OnResult,
-                  keep_going: KeepGoing | None = None) -> None:
+    async def run(self, units: Sequence[UnitT], shared: Any, on_result: OnResult,
+                  keep_going: Callable[[UnitT], bool] | None = None) -> None:
         # One worker per concurrency slot pulls its system's units in order: cheaper than a task per unit queued
         # on a semaphore (no task and semaphore hand-off per conversation), and what keep_going lets through is
         # as predictable — each system's units are asked in run order.
-        pending: dict[str, deque[ConversationUnit]] = {s.id: deque() for s in self.systems}
+        pending: dict[str, deque[UnitT]] = {s.id: deque() for s in self.systems}
         for unit in units:
             pending[unit.system_id].append(unit)
         overall = asyncio.Semaphore(max(1, self.parallel)) if self.parallel else None
 
         finishing = _Finishing(on_result)
 
-        async def worker(queue: deque[ConversationUnit]) -> None:
+        async def worker(queue: deque[UnitT]) -> None:
             while queue:
                 unit = queue.popleft()
                 async with overall if overall is not None else contextlib.nullcontext():

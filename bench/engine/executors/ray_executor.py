@@ -53,10 +53,10 @@ from bench.config import SystemConfig
 from bench.engine.executors.base import (
     ConversationUnit,
     Executor,
-    KeepGoing,
     Launcher,
     OnResult,
     SystemStartError,
+    UnitT,
     artifact_bytes,
     close_systems,
     describe_exception,
@@ -66,6 +66,7 @@ from bench.engine.registry import main_thread_imports
 from bench.errors import ConfigError
 from bench.protocol import ErrorCode
 from bench.protocol.redact import redact
+from bench.store.writer import PendingArtifact
 
 NAMESPACE = "voice-bench"
 INSTALL_HINT = "pip install 'voice-agent-bench[ray]'"
@@ -209,7 +210,8 @@ class ConversationWorker:
             self._shared_id = ref.hex()
         return self._shared
 
-    async def run(self, unit: ConversationUnit, shared_box: list[Any], lease: str | None) -> tuple:
+    async def run(self, unit: ConversationUnit, shared_box: list[Any],
+                  lease: str | None) -> tuple[str, Any, list[tuple[str, bytes, str]]]:
         """Run one unit: ``("record", record, artifacts as bytes)``, or ``("refused", None, [])`` when the driver
         had already given up this dispatch's lease."""
         shared = await self._shared_of(shared_box[0])
@@ -358,8 +360,8 @@ class RayExecutor(Executor):
         return failed
 
     # run ------------------------------------------------------------------------------------------------
-    async def run(self, units: Sequence[ConversationUnit], shared: Any, on_result: OnResult,
-                  keep_going: KeepGoing | None = None) -> None:
+    async def run(self, units: Sequence[UnitT], shared: Any, on_result: OnResult,
+                  keep_going: Callable[[UnitT], bool] | None = None) -> None:
         ray = self._ray
         loop = asyncio.get_running_loop()
         shared_ref = await asyncio.to_thread(ray.put, shared)
@@ -381,7 +383,7 @@ class RayExecutor(Executor):
                     return done.result(timeout=0.5)
             return None
 
-        def deliver(record: Any, artifacts: list) -> None:
+        def deliver(record: Any, artifacts: list[PendingArtifact]) -> None:
             on_loop(on_result, record, artifacts)
 
         allowed = None if keep_going is None else (lambda unit: bool(on_loop(keep_going, unit)))
@@ -430,7 +432,7 @@ class RayExecutor(Executor):
                             send(unit)
                         progressed = True
 
-        def record(unit: ConversationUnit, result: Any, artifacts: list) -> None:
+        def record(unit: ConversationUnit, result: Any, artifacts: list[PendingArtifact]) -> None:
             if unit.key in finished:  # exactly once per key, whatever happened to earlier dispatches
                 return
             finished.add(unit.key)

@@ -34,7 +34,10 @@ import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.protocol.intents import Intent
 
 DEPARTMENTS = {
     "cardiology": ("cardiology", "heart"),
@@ -104,7 +107,8 @@ class HospitalSystem:
             if row is None:
                 free = conn.execute("SELECT day, part FROM slots WHERE department=? ORDER BY rowid LIMIT 1",
                                     (department,)).fetchone()
-                result = {"booked": False, "alternative": {"day": free[0], "part": free[1]} if free else None}
+                alternative = {"day": free[0], "part": free[1]} if free else None
+                result: dict[str, Any] = {"booked": False, "alternative": alternative}
             else:
                 reference = f"H-{secrets.token_hex(3).upper()}"
                 conn.execute("INSERT INTO appointments VALUES (?,?,?,?,?,?,?,?)",
@@ -163,7 +167,7 @@ class Turn:
 @dataclass
 class DeskReply:
     text: str
-    intent: str
+    intent: Intent
 
 
 def _department(text: str) -> str | None:
