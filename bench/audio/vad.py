@@ -230,9 +230,9 @@ def speech_onset_ms(track: bytes | np.ndarray, sample_rate: int = 24000, *, afte
         lo_ms = max(0.0, math.floor((onset_ms - VAD_LEAD_MS) / HOP_MS) * HOP_MS)
         lo = int(lo_ms * sample_rate / 1000)
         hi = min(len(x), int((onset_ms + VAD_SPAN_MS) * sample_rate / 1000))
-        start = _window_onset(x[lo:hi], sample_rate)
-        if start is not None:
-            vad_onset = lo_ms + start * HOP_MS
+        window_start = _window_onset(x[lo:hi], sample_rate)
+        if window_start is not None:
+            vad_onset = lo_ms + window_start * HOP_MS
             return max(refine_onset(x, sample_rate, vad_onset), after_ms)
         # not speech (a click, a tone the VAD rejects): continue after this burst of sound
         quiet = np.flatnonzero(~loud[candidate:])

@@ -365,7 +365,8 @@ def agreement_row(checker: str, judge: str, language: str, labels: list[Any], pr
         kappa = cohen_kappa_score(y_true, y_pred) if len(set(y_true) | set(y_pred)) > 1 else float("nan")
     kappa_value = None if kappa != kappa else float(kappa)  # NaN: one class only
     low, high = kappa_interval(y_true, y_pred) if kappa_value is not None else (None, None)
-    status: Literal["ok", "UNCALIBRATED", "INSUFFICIENT"] = "INSUFFICIENT" if kappa_value is None else ("ok" if kappa_value >= threshold else "UNCALIBRATED")
+    status: Literal["ok", "UNCALIBRATED", "INSUFFICIENT"] = (
+        "INSUFFICIENT" if kappa_value is None else ("ok" if kappa_value >= threshold else "UNCALIBRATED"))
     return CheckerAgreement(checker=checker, judge=judge, split=split, language=language, n=n,
                             precision=_round(precision), recall=_round(recall),
                             accuracy=_round(accuracy_score(y_true, y_pred)), kappa=_round(kappa_value),

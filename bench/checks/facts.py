@@ -80,7 +80,7 @@ def fact_is_stated(match: Match) -> bool:
 
 def clauses(answer: str, language: str) -> list[str]:
     """The spans a fact with numbers must be stated within: sentences, cut again at semicolons and dashes."""
-    spans = []
+    spans: list[str] = []
     for sentence in split_sentences(answer, language):
         spans.extend(part for part in _CLAUSE_CUT.split(sentence) if part.strip())
     return spans or [answer]

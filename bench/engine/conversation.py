@@ -315,8 +315,8 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
                     if task.done():
                         task.result()
         finally:
-            for task in waits:
-                task.cancel()
+            for wait in waits:
+                wait.cancel()
         if barge is not None and barge_in is not None and barge_in.read_reply and barge.started is not None:
             # the agent answers the barge-in line while the line stays open
             barge.reply = Exchange(input_mode="audio", started=barge.started, speech_end=barge.speech_end,
@@ -326,7 +326,8 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
                 recorder.agent(item.t, item.event.pcm16, item.event.sample_rate, item.event.response_id)
 
             replying = tap.watch(_until_done(barge.reply, on_reply_audio, observe))
-            finished, _ = await asyncio.wait({replying, pumping}, return_when=asyncio.FIRST_COMPLETED)
+            racing: set[asyncio.Future[Any]] = {replying, pumping}
+            finished, _ = await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
             if pumping in finished:
                 pumping.result()  # a failed push ends the exchange with its error
             await replying
@@ -334,9 +335,11 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
         pump.stop.set()
         for timer in timers:
             timer.cancel()
-        for task in (reader, pumping, *interrupting, *([replying] if replying is not None else [])):
-            if not task.done():
-                task.cancel()
+        running: tuple[asyncio.Future[Any], ...] = (reader, pumping, *interrupting,
+                                                     *([replying] if replying is not None else []))
+        for still in running:
+            if not still.done():
+                still.cancel()
             with contextlib.suppress(BaseException):
                 await still
     result = pump.result

@@ -157,7 +157,7 @@ def system_brain(system: SystemConfig, answerer: Any | None = None) -> str | Non
             return None  # start_emulator reports the mistake (exit 2)
         answerer = _default_recipe(profile)
     if _is_recipe(answerer):
-        return answerer.brain_id()  # type: ignore[no-any-return]
+        return str(answerer.brain_id())
     return f"{type(answerer).__module__}:{type(answerer).__qualname__}"
 
 

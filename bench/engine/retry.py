@@ -27,7 +27,7 @@ def retry_delay(policy: RetryPolicy, exc: BaseException | None, failed_attempts:
     """How long to wait after the ``failed_attempts``-th failure: the vendor's Retry-After, else exponential."""
     if isinstance(exc, AdapterError) and exc.retry_after_s is not None:
         return min(exc.retry_after_s, RETRY_AFTER_CAP_S)
-    delay = policy.initial_backoff_s * (2 ** (failed_attempts - 1))
+    delay = policy.initial_backoff_s * 2.0 ** (failed_attempts - 1)
     return min(delay, policy.max_backoff_s)
 
 

@@ -217,7 +217,11 @@ def breakdown(entries: pd.DataFrame, column: str, order: tuple[str, ...] | None 
 def _text_or_none(value: object) -> str | None:
     """A text cell as text, or None when missing (a category column holds NaN where a turn had no value: a system
     that reports no intent and whose answer no classifier could read has no intent source)."""
-    return None if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+    if isinstance(value, str):
+        return value
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return None
+    return str(value)
 
 
 def failures(scored: pd.DataFrame) -> tuple[dict[str, int], list[FailureDetail], int]:

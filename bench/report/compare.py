@@ -235,8 +235,8 @@ def _regressions_for(
     if len(before) and len(after):
         compared += 1
         if fails_a / len(after) - fails_b / len(before) >= min_rate:
-            p = float(scipy_stats.fisher_exact([[fails_b, len(before) - fails_b],
-                                                [fails_a, len(after) - fails_a]])[1])
+            table = np.array([[fails_b, len(before) - fails_b], [fails_a, len(after) - fails_a]])
+            p = float(scipy_stats.fisher_exact(table)[1])
             add("execution_failure_rate", "Execution failure rate", fails_b / len(before), fails_a / len(after),
                 "rate", True, "Fisher's exact test", p)
 

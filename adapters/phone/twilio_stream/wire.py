@@ -29,6 +29,10 @@ CHUNK_MS = 20
 CHUNK_BYTES = SAMPLE_RATE * CHUNK_MS // 1000
 
 
+
+def _inbound_only() -> list[Literal["inbound", "outbound"]]:
+    return ["inbound"]
+
 class _Message(BaseModel):
     # Twilio adds fields over time; a reader keeps what it knows
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
@@ -60,7 +64,7 @@ class StartMetadata(_Message):
     stream_sid: str = Field(alias="streamSid")
     account_sid: str = Field(alias="accountSid")
     call_sid: str = Field(alias="callSid")
-    tracks: list[Literal["inbound", "outbound"]] = Field(default_factory=lambda: ["inbound"])
+    tracks: list[Literal["inbound", "outbound"]] = Field(default_factory=_inbound_only)
     custom_parameters: dict[str, str] = Field(default_factory=dict, alias="customParameters")
     media_format: MediaFormat = Field(default_factory=MediaFormat, alias="mediaFormat")
 
