@@ -46,7 +46,7 @@ def _run_report_gate(tmp_path: Path, capsys: pytest.CaptureFixture[str], gate_co
     assert code in gate_codes and "Traceback" not in out.err, out.err
     assert junit.read_text(encoding="utf-8").count("<testcase") == 6
     [run_dir] = [p for p in (tmp_path / "reports").iterdir() if p.is_dir()]
-    assert (run_dir / "report.md").read_text(encoding="utf-8").count("| custom-pcm |") == 1
+    assert "| custom-pcm |" in (run_dir / "report.md").read_text(encoding="utf-8")  # its rows render
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     return next(s for s in summary["systems"] if s["id"] == "custom-pcm")
 
