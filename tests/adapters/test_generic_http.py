@@ -183,7 +183,11 @@ async def test_interrupt_stops_a_streamed_answer() -> None:
         while not isinstance(await reader.next(), TextDelta):
             pass
         await session.interrupt()
-        cut = [await reader.next(), await reader.next()]
+        # deltas already on their way when the interrupt was made (a loaded machine) may still arrive before it
+        cut = [await reader.next()]
+        while isinstance(cut[0], TextDelta):
+            cut = [await reader.next()]
+        cut.append(await reader.next())
         after = await exchange(session, reader, "Hello, my name is Alice.")
         request = launched.emulator.log.setup["h1"]
         await session.aclose()
