@@ -9,18 +9,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-#: the emulators' imports of the core's audio helpers (tones, WAV, whole-buffer resampling), allowed until those
-#: helpers move into the emulator kit; adapters themselves use ``bench.protocol.audio``
-TEMPORARILY_ALLOWED = {
-    "adapters/emulators/evaluator/pcm_ws.py": {"bench.audio.pcm"},
-    "adapters/emulators/elevenlabs_tts.py": {"bench.audio.pcm"},
-    "adapters/emulators/openai_chat.py": {"bench.audio.pcm"},
-    "adapters/emulators/deepgram_agent.py": {"bench.audio.pcm"},
-    "adapters/emulators/elevenlabs_agent/conversation.py": {"bench.audio.pcm"},
-    "adapters/emulators/vapi/__init__.py": {"bench.audio.pcm"},
-    "adapters/emulators/vapi/responder.py": {"bench.audio.pcm"},
-    "adapters/emulators/_kit/speaker.py": {"bench.audio.pcm"},
-}
+#: imports of the rest of ``bench`` allowed for a while, by file (none today: the emulators' tone, WAV and
+#: whole-buffer resampling come from ``bench.protocol.audio`` like the adapters')
+TEMPORARILY_ALLOWED: dict[str, set[str]] = {}
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:

@@ -55,7 +55,7 @@ from adapters.emulators._kit.running import EmulatorSettings, RunningEmulator, S
 from adapters.emulators._kit.speaker import SAMPLE_RATE, SpeechPlan, plan_speech, speak
 from adapters.emulators._kit.vad import ServerVad
 from adapters.emulators.brain.tools import DeclaredTool, choose_tool, speak_tool_result
-from bench.audio.pcm import resample_pcm16
+from bench.protocol.audio import resample as resample_pcm16
 
 AGENT_PATH = wire.AGENT_PATH
 #: the key clients must send (``Authorization: Token <key>``); adapters get it as the endpoint credential

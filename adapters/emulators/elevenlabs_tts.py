@@ -9,7 +9,7 @@ response body, chunked. The engine starts it (``start(settings, control=, option
 bare base URL or a conversation's endpoint ``<url>/c/<token>`` (requests are keyed to the conversation by
 ``control.connect``, as for the other emulators).
 
-The emulator has no voice: the audio is the kit tone (``bench.audio.pcm.tone_pcm16``, mono s16le) at the rate the
+The emulator has no voice: the audio is the kit tone (``bench.protocol.audio.tone_pcm16``, mono s16le) at the rate the
 ``pcm_<rate>`` format names, for as long as the text takes to say (``speech_duration_ms`` / ``voice_settings.speed``),
 sent in ``latency.audio_chunk_ms`` chunks after the profile's seeded first-token + first-audio delays and paced by
 ``latency.audio_pacing``. There is no audio encoder: ``mp3_*``, ``opus_*``, ``ulaw_*`` and ``alaw_*`` are refused
@@ -42,7 +42,7 @@ from adapters.custom_llm.http import retry_after_headers, serve
 from adapters.emulators._kit.control import ControlPlane, Conversation
 from adapters.emulators._kit.running import EmulatorSettings, LoggedHttpEmulator, SendStamps
 from adapters.emulators._kit.speaker import chunk_audio, plan_speech, speak, speech_duration_ms
-from bench.audio.pcm import tone_pcm16
+from bench.protocol.audio import tone_pcm16
 
 _ROUTE = re.compile(r"^/v1/text-to-speech/([^/]+)(/stream)?/?$")
 _PCM_FORMAT = re.compile(r"^pcm_(8000|16000|22050|24000|32000|44100|48000)$")

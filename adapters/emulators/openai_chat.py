@@ -38,7 +38,7 @@ The speech endpoints the LiveKit baseline's audio path uses (``livekit.plugins.o
   utterance the engine queued for the conversation (``conversation.utterances.popleft()``; an empty string
   when none is queued), after the profile's first-token delay; ``usage`` is the duration of the uploaded audio.
 * ``POST /v1/audio/speech`` (JSON: ``input``, ``model``, ``voice``, ``response_format`` ``pcm`` | ``wav``,
-  ``speed``, ``stream_format`` ``sse`` | ``audio``): the kit tone (``bench.audio.pcm.tone_pcm16``, 24 kHz mono)
+  ``speed``, ``stream_format`` ``sse`` | ``audio``): the kit tone (``bench.protocol.audio.tone_pcm16``, 24 kHz mono)
   for as long as the text would take to say (``speech_duration_ms`` / ``speed``), paced by the kit speaker
   (first audio after the profile's first-token + first-audio delays, send stamps in ``stamps.first_audio``
   under ``<conversation_id>:<response number>``); ``sse`` streams ``speech.audio.delta`` events (base64
@@ -107,7 +107,7 @@ from adapters.emulators._kit.speaker import (
     speak,
     speech_duration_ms,
 )
-from bench.audio.pcm import mono_wav, tone_pcm16
+from bench.protocol.audio import mono_wav, tone_pcm16
 
 KNOWLEDGE_TOOL = "lookup_knowledge_base"
 MODEL_ID = "emulated-generic"

@@ -3,13 +3,10 @@ slicing, silence and duration."""
 
 from __future__ import annotations
 
-import io
-import math
-import wave
-
 import numpy as np
 
-from bench.protocol.audio import CANONICAL_RATE, resample
+# the WAV container and the stand-in tone live with the audio formats (adapters and emulators use them too)
+from bench.protocol.audio import CANONICAL_RATE, mono_wav, resample, tone_pcm16
 
 __all__ = ["CANONICAL_RATE", "SILENCE_LEVEL", "duration_ms", "frame_bytes", "is_silent", "mono_wav", "resample_pcm16",
            "silence", "split_frames", "tone_pcm16"]
@@ -49,21 +46,3 @@ def silence(ms: float, sample_rate: int = CANONICAL_RATE) -> bytes:
 
 def duration_ms(pcm: bytes, sample_rate: int = CANONICAL_RATE) -> float:
     return len(pcm) / 2 / sample_rate * 1000.0
-
-
-def mono_wav(pcm: bytes, sample_rate: int = CANONICAL_RATE) -> bytes:
-    """``pcm`` (mono pcm_s16le) as a WAV file."""
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(sample_rate)
-        out.writeframes(pcm)
-    return buffer.getvalue()
-
-
-def tone_pcm16(duration_ms: int, sample_rate: int = CANONICAL_RATE, frequency: float = 220.0) -> bytes:
-    """A quiet deterministic tone (-20 dBFS) standing in for synthesized speech (emulators have no TTS)."""
-    samples = int(sample_rate * duration_ms / 1000)
-    t = np.arange(samples) / sample_rate
-    return (0.1 * 32767 * np.sin(2 * math.pi * frequency * t)).astype("<i2").tobytes()

@@ -16,12 +16,18 @@ harness measures latency to the millisecond: fed 20 ms frames, ``QQ`` hands back
 ``AudioConverter`` chains decode (G.711), downmix and resampling into canonical audio (``to_canonical``), or the
 reverse (``from_canonical``), also as a stream.
 
+``mono_wav`` wraps mono s16le in a WAV container; ``tone_pcm16`` is the quiet deterministic tone emulators speak
+instead of synthesized speech.
+
 G.711 is computed by the ITU-T reference algorithm (Sun's ``g711.c``, the one CPython's ``audioop`` used), as
 lookup tables built once with numpy: 65,536 entries to encode a 16-bit sample, 256 to decode a byte.
 """
 
 from __future__ import annotations
 
+import io
+import math
+import wave
 from typing import Literal
 
 import numpy as np
@@ -230,3 +236,21 @@ def to_canonical(source: AudioFormat) -> AudioConverter:
 def from_canonical(target: AudioFormat) -> AudioConverter:
     """A stream converter from the canonical mono s16le at 24 kHz to ``target``."""
     return AudioConverter(AUDIO_FORMAT, target)
+
+
+def mono_wav(pcm: bytes, sample_rate: int = CANONICAL_RATE) -> bytes:
+    """``pcm`` (mono pcm_s16le) as a WAV file."""
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(sample_rate)
+        out.writeframes(pcm)
+    return buffer.getvalue()
+
+
+def tone_pcm16(duration_ms: int, sample_rate: int = CANONICAL_RATE, frequency: float = 220.0) -> bytes:
+    """A quiet deterministic tone (-20 dBFS) standing in for synthesized speech (emulators have no TTS)."""
+    samples = int(sample_rate * duration_ms / 1000)
+    t = np.arange(samples) / sample_rate
+    return (0.1 * 32767 * np.sin(2 * math.pi * frequency * t)).astype("<i2").tobytes()

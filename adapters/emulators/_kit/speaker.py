@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from adapters.emulators._kit.running import LatencyProfile, SendStamps, sleep_until
-from bench.audio.pcm import tone_pcm16
+from bench.protocol.audio import tone_pcm16
 
 SAMPLE_RATE = 24000
 

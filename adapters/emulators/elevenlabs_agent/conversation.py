@@ -62,7 +62,7 @@ from adapters.emulators._kit.vad import ServerVad
 from adapters.emulators.brain.tools import DeclaredTool, choose_tool, speak_tool_result
 from adapters.emulators.elevenlabs_agent.context import history_turns
 from adapters.emulators.elevenlabs_agent.knowledge import knowledge_locators
-from bench.audio.pcm import resample_pcm16
+from bench.protocol.audio import resample as resample_pcm16
 
 if TYPE_CHECKING:
     from adapters.emulators.elevenlabs_agent.server import ElevenLabsEmulator

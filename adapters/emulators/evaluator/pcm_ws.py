@@ -47,7 +47,7 @@ from adapters.emulators.evaluator.common import (
     starting_now,
 )
 from adapters.generic import wire
-from bench.audio.pcm import resample_pcm16
+from bench.protocol.audio import resample as resample_pcm16
 
 
 class PcmEmulatorOptions(BaseModel):

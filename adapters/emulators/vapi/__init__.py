@@ -27,7 +27,7 @@ from adapters.emulators._kit.control import ControlPlane
 from adapters.emulators._kit.running import EmulatorSettings, RunningEmulator
 from adapters.emulators.vapi.rest import build_app
 from adapters.emulators.vapi.state import CallState, ChatState, EmulatorState, VapiEmulatorOptions
-from bench.audio.pcm import resample_pcm16
+from bench.protocol.audio import resample as resample_pcm16
 
 __all__ = ["VapiEmulator", "VapiEmulatorOptions", "start"]
 

@@ -52,7 +52,7 @@ from adapters.vapi.wire import (
     ToolCallsResult,
     TranscriptMessage,
 )
-from bench.audio.pcm import resample_pcm16
+from bench.protocol.audio import resample as resample_pcm16
 
 if TYPE_CHECKING:
     from adapters.emulators.vapi.transport import CallLink
