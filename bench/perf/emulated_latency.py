@@ -176,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         systems, skipped = audio_systems(config, selected)
         if not systems:
             raise SystemExit("bench-emulated-latency: no emulated system that takes audio was selected")
-        config = config.model_copy(update={"systems": systems, "limit": args.limit})
+        # one trial: the figure is about timing, and entries × systems × levels already gives its n
+        config = config.model_copy(update={"systems": systems, "limit": args.limit, "trials": 1})
         golden = sample_entries(validate_files([config.resolve(config.dataset)])[0], args.limit)
     except BenchError as exc:
         sys.stderr.write(f"bench-emulated-latency: {exc}\n")
