@@ -14,16 +14,15 @@ The cache key is SHA-256 of (engine, model, language, SHA-256 of the 24 kHz audi
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import threading
-import wave
 from pathlib import Path
 from typing import Protocol
 
 from bench.audio.pcm import CANONICAL_RATE, resample_pcm16
 from bench.errors import ConfigError, ExecutionFailure, MissingExtra
+from bench.protocol.audio import mono_wav
 from bench.protocol.redact import redact, register_secret
 
 ENGINES = ("pocketsphinx", "deepgram")
@@ -81,15 +80,10 @@ class Deepgram:
         self._client = DeepgramClient(api_key=api_key)
 
     def transcribe(self, pcm: bytes, language: str) -> str:
-        buffer = io.BytesIO()
-        with wave.open(buffer, "wb") as wav:
-            wav.setnchannels(1)
-            wav.setsampwidth(2)
-            wav.setframerate(CANONICAL_RATE)
-            wav.writeframes(pcm)
         try:
             response = self._client.listen.v1.media.transcribe_file(
-                request=buffer.getvalue(), model=self.model, language=language, smart_format=False, punctuate=True)
+                request=mono_wav(pcm, CANONICAL_RATE), model=self.model, language=language, smart_format=False,
+                punctuate=True)
             return response.results.channels[0].alternatives[0].transcript.strip()
         except Exception as exc:  # the SDK's API and transport errors; the key never reaches the message
             raise ExecutionFailure(f"Deepgram transcription failed: {redact(str(exc))[:300]}") from None

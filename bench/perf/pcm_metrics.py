@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from bench.protocol.audio import mono_wav
+
 RATE = 24000
 TARGET = 5000.0
 SENTENCES = [
@@ -47,11 +49,7 @@ SENTENCES = [
 
 
 def _write_wav(path: Path, samples: np.ndarray) -> None:
-    with wave.open(str(path), "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(RATE)
-        out.writeframes(samples.astype("<i2").tobytes())
+    path.write_bytes(mono_wav(samples.astype("<i2").tobytes(), RATE))
 
 
 def _read_wav(path: Path) -> np.ndarray:

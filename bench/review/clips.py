@@ -29,8 +29,9 @@ from pydantic import BaseModel
 from bench.dataset import GoldenEntry, GoldenSet, validate_files
 from bench.errors import ConfigError, ExecutionFailure
 from bench.paths import DEFAULT_REPORTS_DIR, resolve_input, resolve_output
+from bench.protocol.audio import mono_wav
 from bench.review.ratings import ArtifactRow, ClipRow, clip_rows, record_clips
-from bench.review.synth import Synthesizer, make_synthesizer, wav_bytes
+from bench.review.synth import Synthesizer, make_synthesizer
 from bench.store import ArtifactStore, RunInfo, Store
 
 ANSWER_AUDIO = "answer_audio"
@@ -133,7 +134,7 @@ def prepare_clips(store: Store, run_id: str, golden: GoldenSet, reports_dir: Pat
         if synthesizer is None:
             synthesizer = make_synthesizer(engine)
         try:
-            data = wav_bytes(synthesizer.pcm(turn.answer, language))
+            data = mono_wav(synthesizer.pcm(turn.answer, language))
         except ExecutionFailure as exc:  # this answer gets no clip; the others still do
             outcome.failed.append(f"{turn.system_id} {conversation} trial {turn.trial} turn {turn.turn_index}: "
                                   f"{exc}")

@@ -15,9 +15,7 @@ by content hash so a rerun synthesizes nothing it already has:
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-import wave
 from pathlib import Path
 from typing import Protocol
 
@@ -103,12 +101,3 @@ def make_synthesizer(engine: str = "espeak-ng", cache_dir: Path | None = None) -
     raise ConfigError(f"--tts: unknown speech engine {engine!r}; choose one of {', '.join(ENGINES)}")
 
 
-def wav_bytes(pcm: bytes, sample_rate: int = CANONICAL_RATE) -> bytes:
-    """A mono 16-bit WAV file holding ``pcm``."""
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as wav:
-        wav.setnchannels(1)
-        wav.setsampwidth(2)
-        wav.setframerate(sample_rate)
-        wav.writeframes(pcm)
-    return buffer.getvalue()
