@@ -5,7 +5,8 @@ of the page's own, with ``.venv/bin`` first on ``PATH`` (the pages write ``voice
 line before a block says how the test treats it:
 
 - no comment, or ``<!-- docs-test: run -->``: run it; it must exit 0 (``run exit=3``: exactly that code);
-- ``<!-- docs-test: python -->`` (python blocks): run with the project's interpreter, exit 0;
+- ``<!-- docs-test: python -->`` before a ``python`` block: run it with the project's interpreter, exit 0 (a python
+  block without it is a code listing, not a command, and is not run);
 - ``<!-- docs-test: server -->``: start it; it must accept connections on the ``--port`` it names within the time
   limit, then it is stopped by its process group id;
 - ``<!-- docs-test: benchmark -->``: a benchmark script (minutes of work, figures not assertions): it must exist
@@ -70,7 +71,9 @@ def blocks_of(path: Path) -> list[Block]:
     found = []
     for match in _BLOCK.finditer(text):
         marker = (match.group("marker") or "").split()
-        kind = marker[0] if marker else ("python" if match.group("lang") == "python" else "run")
+        if match.group("lang") == "python" and not marker:
+            continue  # a code listing
+        kind = marker[0] if marker else "run"
         args = tuple(marker[1:])
         if pending and kind not in ("skip", "live"):
             kind, args = "pending", tuple(pending.group("why").split())
