@@ -69,7 +69,7 @@ def _option_row(action: argparse.Action) -> str | None:
 
 
 def _command_section(path: list[str], parser: argparse.ArgumentParser, help_text: str, out: list[str]) -> None:
-    level = "#" * min(len(path) + 1, 5)
+    level = "#" * min(len(path), 5)
     out.append(f"{level} `{' '.join(path)}`\n")
     if help_text:
         out.append(f"{help_text[0].upper()}{help_text[1:]}.\n" if not help_text.endswith(".") else f"{help_text}\n")
@@ -217,11 +217,13 @@ def files_markdown() -> str:
 def store_markdown() -> str:
     """The tables and columns of a new store with every migration applied, read back from SQLite."""
     from bench.store import Store
+    from bench.store.scores import ScoreStore
     from bench.store.sqlite import STORE_SCHEMA_VERSION
 
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "bench.sqlite"
         store = Store(path)
+        ScoreStore(store, kind="schema", version="docs")  # the scores table is created on first use
         store.close()
         connection = sqlite3.connect(path)
         try:
