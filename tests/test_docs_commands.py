@@ -133,14 +133,17 @@ def _run_server(block: Block, workdir: Path) -> None:
 
 
 def _run_benchmark(block: Block) -> None:
-    scripts = [word for line in block.body.splitlines() for word in shlex.split(line, comments=True)
-               if word.startswith("scripts/")]
-    assert scripts, f"{block.where}: a benchmark block runs a script under scripts/"
-    for script in scripts:
-        path = ROOT / script
-        assert path.is_file(), f"{block.where}: {script} does not exist"
-        proc = subprocess.run([str(path), "--help"], cwd=ROOT, env=_env(ROOT), capture_output=True, text=True,
-                              timeout=300)
+    commands = [shlex.split(line, comments=True) for line in block.body.splitlines()]
+    commands = [words for words in commands if words]
+    assert commands and all(any(w.startswith("scripts/") for w in words) for words in commands), (
+        f"{block.where}: a benchmark block runs scripts under scripts/ (from the repository's root)")
+    for words in commands:
+        index = next(i for i, w in enumerate(words) if w.startswith("scripts/"))
+        script = words[index]
+        assert (ROOT / script).is_file(), f"{block.where}: {script} does not exist"
+        # the script as the block runs it (directly, or through the interpreter it names), asked for --help
+        proc = subprocess.run([*words[:index], script, "--help"], cwd=ROOT, env=_env(ROOT), capture_output=True,
+                              text=True, timeout=300)
         assert proc.returncode == 0, f"{block.where}: {script} --help: {proc.stderr[-2000:]}"
 
 
