@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,6 +86,12 @@ CASES = [
     Case("inhouse", mode="local", options={"orchestrator": MEMORY}, persistence="local"),
     Case("generic_rag", mode="local", persistence="local", remembers=False),
 ]
+# Adapters of other installed packages join the suite by name: VOICE_BENCH_CONFORMANCE_EXTRA="name:mode,..." (the
+# add-a-vendor guide's example package is run this way by tests/test_example_vendor_adapter.py)
+EXTRA_CASES = [Case(name, mode=mode or "emulated", persistence="local" if mode == "local" else "socket")
+               for name, _, mode in (item.partition(":") for item in
+                                      os.environ.get("VOICE_BENCH_CONFORMANCE_EXTRA", "").split(",") if item)]
+CASES = [*CASES, *EXTRA_CASES]
 EMULATED = [c for c in CASES if c.mode == "emulated"]
 
 
