@@ -24,6 +24,7 @@ from bench.metrics.frame import CONTEXT_OWN, CONTEXT_SHARED, load_run
 from bench.metrics.judges import criteria_statements, judged_columns
 from bench.metrics.models import CriteriaInfo, RunSummary, SharedBrain, SystemSummary, VendorLatency
 from bench.metrics.trials import trial_stability
+from bench.metrics.turntaking import run_figures
 from bench.paths import resolve_output
 from bench.scoring import checkers
 from bench.scoring import criteria as criteria_sets
@@ -203,6 +204,7 @@ def summarize_frame(
     criteria_name = str(frame["criteria"].iloc[0]) if len(frame) else criteria_sets.of_run(run.config)[0]
     _, recorded = criteria_sets.of_run(run.config)
     not_in_golden = int((~frame["in_golden"]).sum()) if len(frame) else 0
+    turn_taking = run_figures(run, frame[frame["in_golden"]] if not_in_golden else frame)
     # only the columns a summary reads: every per-system selection below copies what it keeps
     frame = frame.drop(columns=[c for c in frame.columns if c.startswith(_UNUSED_PREFIXES) or c in _UNUSED])
     frame = frame[frame["in_golden"]] if not_in_golden else frame  # other datasets' turns are not summarized
@@ -282,6 +284,7 @@ def summarize_frame(
         baseline_verdicts=verdicts,
         shared_brains=shared,
         notes=notes,
+        turn_taking=turn_taking,
     )
 
 
