@@ -173,3 +173,9 @@ def describe(figures: TurnTakingFigures) -> str:
     return (f"{figures.label}{profile}: heard {q(figures.caller_heard_ms)}; barge-in success "
             f"{rate(figures.barge_in)}, stop {q(figures.stop_ms)}, yield {q(figures.time_to_yield_ms)}; "
             f"false barge-in {rate(figures.false_barge_in)}; talk-over {rate(figures.talk_over)}")
+
+
+def stored_run_figures(store: Any, run_id: str, seed: int = 0) -> list[TurnTakingFigures]:
+    """The figures of a stored run (golden or simulation), from its turn records."""
+    run = store.get_run(run_id)
+    return run_figures(run, turns_frame(store.turns(run.run_id)), seed)

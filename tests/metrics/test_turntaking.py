@@ -24,7 +24,8 @@ LATENCY = {"first_token_median_ms": 100, "first_token_sigma": 0, "first_audio_ex
 QUESTIONS = [("T-1", "When is the pharmacy open on Sunday?", "barge_in"),
              ("T-2", "Can I speak to somebody about my bill please?", "cough"),
              ("T-3", "Where can I park my car near the clinic?", "backchannel"),
-             ("T-4", "Do I need an appointment for a flu shot?", "noise")]
+             ("T-4", "Do I need an appointment for a flu shot?", "noise"),
+             ("T-5", "Can I bring my dog to the waiting room of the clinic?", "long_pause")]
 
 
 def _entry(entry_id: str, question: str, probe: str | None) -> dict:
@@ -74,11 +75,11 @@ def test_a_probed_golden_run_reports_the_turn_taking_figures(probed_run: Path) -
     figures = {f["system_id"]: f for f in _summary(probed_run)["turn_taking"]}
     assert set(figures) == {"oai-default", "oai-patient"}
     for f in figures.values():
-        assert f["emulated"] and f["audio_turns"] == 4
-        assert f["caller_heard_ms"]["n"] == 4 and f["caller_heard_ms"]["p50"] > 0
+        assert f["emulated"] and f["audio_turns"] == 5
+        assert f["caller_heard_ms"]["n"] >= 4 and f["caller_heard_ms"]["p50"] > 0
         assert f["barge_in"]["n"] == 1 and f["false_barge_in"]["n"] == 3
         assert set(f["false_barge_in_by_kind"]) == {"cough", "backchannel", "noise"}
-        assert f["talk_over"]["n"] == 4
+        assert f["talk_over"]["n"] == 5 and f["long_pause_talk_over"]["n"] == 1
         if f["barge_in"]["k"]:
             assert f["stop_ms"]["p50"] >= 0 and f["time_to_yield_ms"]["p50"] >= 0
     assert figures["oai-default"]["profile"] == "default" and figures["oai-patient"]["profile"] == "patient"
@@ -87,13 +88,16 @@ def test_a_probed_golden_run_reports_the_turn_taking_figures(probed_run: Path) -
     assert "false barge-in" in report
 
 
-def test_two_emulator_profiles_give_different_false_barge_in_results(probed_run: Path) -> None:
+def test_two_emulator_profiles_give_different_false_barge_in_and_talk_over_results(probed_run: Path) -> None:
     """The default profile stops for any sound; the patient one ignores noise and sounds shorter than a
     barge-in line, but still yields to the caller taking the turn."""
     figures = {f["system_id"]: f for f in _summary(probed_run)["turn_taking"]}
     assert figures["oai-default"]["false_barge_in"]["k"] == 3
     assert figures["oai-patient"]["false_barge_in"]["k"] == 0
     assert figures["oai-patient"]["barge_in"]["k"] == 1
+    # a 1.2 s pause inside the caller's sentence: the default profile (300 ms endpointing) answers into it
+    assert figures["oai-default"]["long_pause_talk_over"]["k"] == 1
+    assert figures["oai-patient"]["long_pause_talk_over"]["k"] == 0
     store = Store(probed_run / "store.sqlite")
     try:
         turns = store.turns(store.get_run("latest").run_id)
@@ -147,7 +151,7 @@ def test_cli_probes_go_round_the_entries_and_an_entrys_own_probe_wins() -> None:
     entries = [GoldenEntry.model_validate(_entry(i, q, None)) for i, q, _ in QUESTIONS]
     entries[1] = entries[1].model_copy(update={"turn_taking": TurnTakingProbe(kind="long_pause", pause_ms=900)})
     probes = assign_probes(entries, ["cough", "noise"], at_ms=250)
-    assert [probes[e.id].kind for e in entries] == ["cough", "long_pause", "cough", "noise"]
+    assert [probes[e.id].kind for e in entries] == ["cough", "long_pause", "cough", "noise", "cough"]
     assert probes["T-1"].at_ms == 250 and probes["T-2"].pause_ms == 900
 
 
