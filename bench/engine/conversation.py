@@ -17,10 +17,10 @@ that arrived after the caller started speaking (and where its playback ended); a
 
 Turn-taking probes are barge-ins of another ``kind`` (``bench.audio.probes``): a cough, a backchannel or a noise
 burst played into the agent's answer the same way. The caller is not taking the turn, so its client neither stops
-playing the agent nor calls ``interrupt``; what is measured is whether the agent yields on its own
-(``BargeInResult.yielded``: an ``Interrupted`` event or a ``ResponseDone(status="interrupted")`` after the sound
-started — a false barge-in), and then the client drops what it still had queued, as a phone client does on the
-agent's ``clear``.
+playing the agent, nor calls ``interrupt``, nor commits the sound as a turn (commit-driven sessions); what is
+measured is whether the agent yields on its own (``BargeInResult.yielded``: an ``Interrupted`` event or a
+``ResponseDone(status="interrupted")`` after the sound started — a false barge-in), and then the client drops what
+it still had queued, as a phone client does on the agent's ``clear``.
 
 An exchange ends at the ``ResponseDone`` of the answer: a response that carried only tool calls (no text or
 audio) is followed by the spoken one, so it does not end the exchange.
@@ -280,7 +280,7 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
 
     async def barge_speak() -> None:
         assert barge is not None and barge_in is not None
-        utterance = pump.say(barge_in.speech)
+        utterance = pump.say(barge_in.speech, commit=barge_in.takes_turn)
         # the caller's client reacts when its user starts speaking (local VAD), not when the line is said
         await utterance.started.wait()
         start = utterance.speech_start if utterance.speech_start is not None else utterance.speech_end
