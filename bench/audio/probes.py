@@ -157,3 +157,12 @@ def prepare_probes(entries: Sequence[GoldenEntry], kinds: Sequence[str] | None, 
             sounds[(probe.kind, language[entry_id])] = probe_sound(probe.kind, language[entry_id], seed=seed,
                                                                    speak=speak)
     return probes, sounds, lines
+
+
+def impair_sounds(sounds: dict[tuple[str, str], bytes], impairment: str, seed: int) -> dict[tuple[str, str], bytes]:
+    """The probe sounds (by kind and language) through the run's caller-audio impairment profile, seeded by the run's
+    seed and the key, as the caller's own lines are (``bench.audio.impairments.impair_speech``)."""
+    from bench.audio.impairments import entry_seed, impair
+
+    return {(kind, language): impair(pcm, CANONICAL_RATE, impairment, entry_seed(seed, f"probe:{kind}|{language}"))[0]
+            for (kind, language), pcm in sounds.items()}

@@ -417,11 +417,19 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
             from bench.audio.impairments import impair_speech
 
             ctx.speech = await asyncio.to_thread(impair_speech, ctx.speech, impairment, config.seed)
+            if ctx.probe_sounds:  # the probes' sounds reach the agent through the same channel
+                from bench.audio.probes import impair_sounds
+
+                ctx.probe_sounds = await asyncio.to_thread(impair_sounds, ctx.probe_sounds, impairment, config.seed)
         if barge_in_at_ms is not None or any(p.kind == "barge_in" for p in ctx.turn_probes.values()):
             languages = sorted({e.language for e in golden.entries})
             ctx.barge_speech = await asyncio.to_thread(
                 lambda: {language: synth.pcm(BARGE_IN_LINES.get(language, BARGE_IN_LINES["en"]), language)
                          for language in languages})
+            if impairment is not None:  # the barge-in line goes through the caller's channel too
+                from bench.audio.impairments import impair_speech
+
+                ctx.barge_speech = await asyncio.to_thread(impair_speech, ctx.barge_speech, impairment, config.seed)
     return ctx
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from bench.audio.probes import assign_probes, cough_pcm, noise_pcm, with_pause
+from bench.audio.probes import assign_probes, cough_pcm, impair_sounds, noise_pcm, with_pause
 from bench.cli import main
 from bench.dataset import GoldenEntry, TurnTakingProbe
 from bench.metrics.turntaking import system_figures
@@ -188,3 +188,10 @@ def test_figures_from_a_frame_count_did_not_stop_and_talk_over() -> None:
     assert figures.false_barge_in is None  # the failed cough turn measured nothing
     assert (figures.long_pause_talk_over.k, figures.long_pause_talk_over.n) == (1, 1)
     assert (figures.talk_over.k, figures.talk_over.n) == (1, 3)
+
+
+def test_probe_sounds_go_through_the_runs_impairment_seeded() -> None:
+    sounds = {("cough", "en"): cough_pcm(), ("noise", "en"): noise_pcm()}
+    once, again = impair_sounds(sounds, "pstn", 5), impair_sounds(sounds, "pstn", 5)
+    assert once == again and once[("cough", "en")] != sounds[("cough", "en")]
+    assert all(len(once[key]) == len(sounds[key]) for key in sounds)
