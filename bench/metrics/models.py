@@ -288,6 +288,8 @@ class RunSummary(BaseModel):
     fluency_calibration: list[dict[str, Any]] = Field(default_factory=list)
     #: turn-taking figures of every system with audio turns (``bench.metrics.turntaking``)
     turn_taking: list[TurnTakingFigures] = Field(default_factory=list)
+    #: the caller-audio impairment profile the run used (``run --impairment``), None: clean synthesized speech
+    impairment: str | None = None
 
     def system(self, system_id: str) -> SystemSummary:
         for s in self.systems:

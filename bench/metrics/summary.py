@@ -236,6 +236,15 @@ def summarize_frame(
         notes.append("no system has role 'baseline': no beats-the-baseline verdicts")
     if not_in_golden:
         notes.append(f"{not_in_golden} stored turns name entries that are not in {golden.path}; they are not scored")
+    config = run.config if isinstance(run.config, dict) else {}
+    impairment = config.get("impairment")
+    if impairment:
+        notes.append(f"caller audio through the impairment profile {impairment!r} (bench/audio/impairments.py), "
+                     f"seeded by the run's seed {config.get('seed', 0)} and each entry: every system heard the same "
+                     "impaired audio")
+    if config.get("turn_taking"):
+        notes.append(f"turn-taking probes played over the entries in turn: {', '.join(config['turn_taking'])} "
+                     "(see the turn-taking section)")
     if not recorded:
         notes.append(f"the run recorded no criteria; it is gated on {criteria_name} (the criteria of every run "
                      "recorded before criteria existed)")
@@ -285,6 +294,7 @@ def summarize_frame(
         shared_brains=shared,
         notes=notes,
         turn_taking=turn_taking,
+        impairment=str(impairment) if impairment else None,
     )
 
 

@@ -105,6 +105,7 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
         f"{summary.trials} · gated on criteria **{_esc(criteria)}** · context strategy "
         f"`{_esc(summary.context_strategy)}` · faithfulness judge: **{_esc(summary.judge)}** · pricing dates: "
         f"{', '.join(sorted(set(summary.pricing_dates.values()))) or 'n/a'}"
+        + (f" · caller audio: impairment profile **{_esc(summary.impairment)}**" if summary.impairment else "")
     )
     lines.append("")
     lines.append("Context strategy per system: " + " · ".join(

@@ -195,3 +195,17 @@ def test_probe_sounds_go_through_the_runs_impairment_seeded() -> None:
     once, again = impair_sounds(sounds, "pstn", 5), impair_sounds(sounds, "pstn", 5)
     assert once == again and once[("cough", "en")] != sounds[("cough", "en")]
     assert all(len(once[key]) == len(sounds[key]) for key in sounds)
+
+
+def test_an_impaired_probed_run_reports_its_impairment_and_figures(tmp_path: Path, capsys) -> None:
+    """``run --input audio --impair pstn --turn-taking``: the probes (and the caller's lines) go through the
+    telephone channel; the report names the profile and still gives the figures."""
+    config = _config(tmp_path, probes_in_entries=False)
+    assert main(["run", "--config", str(config), "--input", "audio", "--impair", "pstn", "--turn-taking",
+                 "barge_in,cough", "--systems", "oai-patient", "--limit", "2", "--no-progress"]) == 0
+    summary = _summary(tmp_path)
+    assert summary["impairment"] == "pstn"
+    [figures] = summary["turn_taking"]
+    assert figures["barge_in"]["n"] == 1 and figures["false_barge_in"]["n"] == 1
+    report = next((tmp_path / "reports").glob("*/report.md")).read_text(encoding="utf-8")
+    assert "caller audio: impairment profile **pstn**" in report and "## Turn-taking" in report
