@@ -220,8 +220,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.barge_in_at_ms is not None and input_mode != "audio":
         raise ConfigError("--barge-in-at-ms needs --input audio (the caller barges in by speaking)")
     turn_taking = _turn_taking_kinds(args.turn_taking)
-    if (turn_taking or any(e.turn_taking is not None for e in golden.entries)) and input_mode != "audio":
-        raise ConfigError("turn-taking probes (--turn-taking, or an entry's turn_taking) need --input audio")
+    if turn_taking and input_mode != "audio":  # an entry's own turn_taking is simply not played in a text run
+        raise ConfigError("--turn-taking: the probes need --input audio (the caller coughs or barges in by sound)")
     if args.impairment is not None:
         if input_mode != "audio":
             raise ConfigError("--impairment needs --input audio (it changes the caller's audio)")

@@ -142,6 +142,10 @@ def test_run_turn_taking_needs_audio_and_known_probes(tmp_path: Path, capsys) ->
     config = _config(tmp_path, probes_in_entries=False)
     assert main(["run", "--config", str(config), "--turn-taking", "--no-progress"]) == 2
     assert "need --input audio" in capsys.readouterr().err
+    # an entry's own probe is not played in a text run: the dataset runs as text all the same
+    (tmp_path / "text").mkdir()
+    probed = _config(tmp_path / "text", probes_in_entries=True)
+    assert main(["run", "--config", str(probed), "--systems", "oai-default", "--limit", "1", "--no-progress"]) == 0
     assert main(["run", "--config", str(config), "--input", "audio", "--turn-taking", "sneeze",
                  "--no-progress"]) == 2
     assert "unknown probe" in capsys.readouterr().err
