@@ -104,7 +104,8 @@ class BargeInResult:
     #: the agent's answer to the barge-in line (``BargeIn.read_reply``)
     reply: Exchange | None = None
     #: the agent signalled that it yielded (``Interrupted`` / ``ResponseDone(status="interrupted")``) after the
-    #: caller's sound started; for a probe that is a false barge-in
+    #: caller's sound started; for a probe that is a false barge-in. None: not measured (no sound was played, or
+    #: the probe started after the response had completely arrived — nothing was left to stop)
     yielded: bool | None = None
     #: from the caller's sound start to that signal (ms)
     yield_ms: float | None = None
@@ -386,7 +387,11 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
     if barge is not None:
         _measure_stop(barge, exchange.stamps, recorder)
         if barge.started is not None and barge.yielded is None:
-            barge.yielded = False
+            # a probe that starts after the agent's response has completely arrived tests nothing: there is nothing
+            # left for the agent to stop (its audio only still plays on the caller's side)
+            done_before = any(isinstance(item.event, ResponseDone) and item.t <= barge.started
+                              and item.event.response_id in (None, barge.response_id) for item in exchange.stamps)
+            barge.yielded = None if done_before and barge_in is not None and not barge_in.takes_turn else False
         reply = barge.reply
         if reply is not None and reply.speech_end is not None and recorder.has_agent_audio:
             reply.caller_heard_ms = await asyncio.to_thread(recorder.caller_heard_ms, reply.speech_end)

@@ -11,9 +11,10 @@ Each figure and how it is measured (``DEFINITIONS``, shown with the report's tur
   (the agent's own audio, not the harness's cut), over the barge-ins that stopped;
 - **time to yield** (p50/p95): from the caller's speech start to when the caller stopped hearing the agent (the
   last of its audio played), over the barge-ins that stopped;
-- **false barge-in rate**: of the cough, backchannel and noise probes played into the agent's answer, the share
-  after which the agent yielded (it reported the response interrupted: ``Interrupted`` or
-  ``ResponseDone(status="interrupted")``), overall and per kind;
+- **false barge-in rate**: of the cough, backchannel and noise probes played into the agent's answer while the
+  agent was still sending it, the share after which the agent yielded (it reported the response interrupted:
+  ``Interrupted`` or ``ResponseDone(status="interrupted")``), overall and per kind; a probe that starts after the
+  whole answer has arrived (an agent that sends faster than real time) is not counted — nothing was left to stop;
 - **talk-over rate**: of the audio turns, the share where the agent started speaking before the caller had finished
   (agent output before the end of the caller's speech, ``talk_over_ms``); given apart for the long-pause probe
   (a 1.2 s silence inside the caller's sentence).
@@ -49,8 +50,8 @@ DEFINITIONS: dict[str, str] = {
                   "audio); p50/p95 over barge-ins that stopped"),
     "time to yield": ("caller's speech start → the last of the agent's audio played to the caller; p50/p95 over "
                       "barge-ins that stopped"),
-    "false barge-in": ("share of cough, backchannel and noise probes played into the agent's answer after which the "
-                       "agent reported its response interrupted"),
+    "false barge-in": ("share of cough, backchannel and noise probes played into the agent's answer, while it was "
+                       "still arriving, after which the agent reported its response interrupted"),
     "talk-over": ("share of audio turns where the agent started speaking before the caller finished (long pause: a "
                   "1.2 s silence inside the caller's sentence)"),
 }

@@ -111,9 +111,10 @@ class Talker(StreamingSession):
     """A commit-driven agent (no server VAD) that answers each committed turn with audio paced in real time, for
     ``talk_s``, and stops only when ``interrupt`` is called: it never hears a cough on its own."""
 
-    def __init__(self, talk_s: float = 3.5) -> None:
+    def __init__(self, talk_s: float = 3.5, *, burst: bool = False) -> None:
         super().__init__(Capabilities(audio_input=True, audio_output=True, interruption=True))
         self.talk_s = talk_s
+        self.burst = burst  # send the whole answer at once (faster than real time)
         self.commits = 0
         self.interrupts = 0
         self._speaking: asyncio.Task[None] | None = None
@@ -133,7 +134,8 @@ class Talker(StreamingSession):
         chunk = tone_pcm16(40)
         for _ in range(int(self.talk_s / 0.04)):
             self.emit(AudioDelta(pcm16=chunk, sample_rate=24000, response_id=response))
-            await asyncio.sleep(0.04)
+            if not self.burst:
+                await asyncio.sleep(0.04)
         self.emit(ResponseDone(response_id=response))
 
     async def interrupt(self, played_ms: float | None = None) -> None:
@@ -148,8 +150,8 @@ class Talker(StreamingSession):
             self._speaking.cancel()
 
 
-async def _probe(kind: str) -> tuple[Talker, BargeInResult]:
-    session = Talker()
+async def _probe(kind: str, *, burst: bool = False) -> tuple[Talker, BargeInResult]:
+    session = Talker(burst=burst)
     driver = ConversationDriver.open(session, recorder=DuplexRecorder(origin=now()))
     sound = cough_pcm() if kind == "cough" else silence(20) + tone_pcm16(400)
     exchange = await asyncio.wait_for(driver.audio(silence(20) + tone_pcm16(300),
@@ -172,3 +174,10 @@ async def test_a_barge_in_is_committed_and_interrupts() -> None:
     session, result = await _probe("barge_in")
     assert session.commits == 2 and session.interrupts == 1
     assert result.yielded is True and result.stopped is True and result.stop_ms is not None
+
+
+async def test_a_probe_after_the_whole_answer_arrived_measures_no_yield() -> None:
+    """An agent that sent its whole answer before the cough has nothing left to stop: not a false barge-in, and
+    not a pass either — not measured."""
+    session, result = await _probe("cough", burst=True)
+    assert result.started is not None and result.yielded is None and session.interrupts == 0
