@@ -154,11 +154,27 @@ def _stored_run_config(args: argparse.Namespace) -> tuple[dict, str]:
     return dict(run.config), f"{store_path}: run {run.run_id} (stored config)"
 
 
+#: the probes ``run --turn-taking`` knows (``bench.audio.probes.TURN_PROBES``; not imported: numpy at startup)
+TURN_PROBE_KINDS = ("barge_in", "cough", "backchannel", "noise", "long_pause")
+
+
+def _turn_taking_kinds(value: str | None) -> list[str] | None:
+    """``--turn-taking`` as a list of probe kinds; an unknown kind is exit 2 naming the known ones."""
+    if value is None:
+        return None
+    kinds = [k.strip().replace("-", "_") for k in value.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in TURN_PROBE_KINDS]
+    if unknown or not kinds:
+        raise ConfigError(f"--turn-taking: unknown probe(s) {', '.join(unknown) or '(none given)'}; known: "
+                          f"{', '.join(TURN_PROBE_KINDS)}")
+    return kinds
+
+
 def _validate_stored_config(stored: dict, source: str) -> RunConfig:
     """The stored config as a ``RunConfig``; a config that no longer validates is exit 2 naming entry and field."""
     from bench.errors import Problem, ValidationFailed
 
-    data = {k: v for k, v in stored.items() if k not in ("input_mode", "barge_in_at_ms", "impairment")}
+    data = {k: v for k, v in stored.items() if k not in ("input_mode", "barge_in_at_ms", "impairment", "turn_taking")}
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -203,6 +219,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 cap_usd=args.max_cost_usd, price_emulated=args.price_emulated)
     if args.barge_in_at_ms is not None and input_mode != "audio":
         raise ConfigError("--barge-in-at-ms needs --input audio (the caller barges in by speaking)")
+    turn_taking = _turn_taking_kinds(args.turn_taking)
+    if turn_taking and input_mode != "audio":  # an entry's own turn_taking is simply not played in a text run
+        raise ConfigError("--turn-taking: the probes need --input audio (the caller coughs or barges in by sound)")
     if args.impairment is not None:
         if input_mode != "audio":
             raise ConfigError("--impairment needs --input audio (it changes the caller's audio)")
@@ -231,7 +250,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                 progress=not args.no_progress, adapters=adapters,
                                                 input_mode=input_mode, reports_dir=config.output(config.reports_dir),
                                                 executor=executor, cost_cap=cost_cap,
-                                                barge_in_at_ms=args.barge_in_at_ms, impairment=args.impairment))
+                                                barge_in_at_ms=args.barge_in_at_ms, impairment=args.impairment,
+                                                turn_taking=turn_taking))
         except ConfigError as exc:  # emulator settings, a dataset changed since the run started, …
             raise _naming(source, exc) from None
         # what the cap did (estimate, actual, what it left unstarted) goes into the report; an earlier
@@ -285,10 +305,18 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
         result = evaluate_gate(store, run.run_id, args.system, golden, args.min_pass_rate, criteria=args.criteria,
                                judges=scoring_judges())
+        turn_taking = None
+        if args.min_barge_in_success is not None or args.max_false_barge_in is not None:
+            from bench.gate import evaluate_turn_taking_gate
+
+            turn_taking = evaluate_turn_taking_gate(store, run.run_id, args.system, args.min_barge_in_success,
+                                                    args.max_false_barge_in)
         if args.junit:
             write_junit(Path(args.junit), store, result, golden)
     finally:
         store.close()
+    if turn_taking is not None and turn_taking.exit_code != EXIT_OK and result.exit_code == EXIT_OK:
+        result.exit_code = turn_taking.exit_code  # an inconclusive pass-rate gate (exit 4) stays inconclusive
     stream = sys.stdout if result.exit_code == EXIT_OK else sys.stderr
     from bench.scoring.criteria import get as get_criteria
 
@@ -296,6 +324,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
                                                  "not recorded by the run; seed003 assumed")
     print(f"criteria: {get_criteria(result.criteria).label} ({source})", file=stream)
     print(result.message, file=stream)
+    if turn_taking is not None:
+        print(turn_taking.message, file=stream)
     for detail in result.report.failure_details[: args.show]:
         print(f"  {detail['id']} [{detail['language']}] {'; '.join(detail['reasons'])}", file=stream)
     if args.junit:
@@ -428,6 +458,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--barge-in-at-ms", type=_int_range("--barge-in-at-ms", 0, 60_000), metavar="N",
                      help="with --input audio: the caller barges in N ms after the agent's audio starts playing; "
                           "the stop time is measured from the agent's own audio")
+    run.add_argument("--turn-taking", nargs="?", const=",".join(TURN_PROBE_KINDS), metavar="KINDS",
+                     help="with --input audio: turn-taking probes over the entries in turn (comma-separated; default "
+                          "all: " + ",".join(TURN_PROBE_KINDS) + "); played --barge-in-at-ms (default 800) into "
+                          "the agent's answer; an entry's own turn_taking field wins")
     run.add_argument("--impairment", "--impair", metavar="PROFILE",
                      help="with --input audio: the caller's audio through a named impairment profile (pstn, "
                           "mobile-poor, speakerphone; bench/audio/impairments.py), seeded by the run's seed")
@@ -456,6 +490,12 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("run", nargs="?", default="latest")
     gate.add_argument("--system", default="inhouse")
     gate.add_argument("--min-pass-rate", type=float, default=0.95)
+    gate.add_argument("--min-barge-in-success", type=number_in("--min-barge-in-success", float, 0.0, 1.0), metavar="X",
+                      help="also fail (exit 3) when the system's barge-in success rate is below X (0-1; needs a run "
+                           "with barge-ins: run --input audio --turn-taking)")
+    gate.add_argument("--max-false-barge-in", type=number_in("--max-false-barge-in", float, 0.0, 1.0), metavar="Y",
+                      help="also fail (exit 3) when the system yields to more than Y (0-1) of the cough, backchannel "
+                           "and noise probes")
     gate.add_argument("--junit", help="write JUnit XML here (one testcase per golden entry)")
     gate.add_argument("--show", type=int, default=10, help="failures to print")
     gate.add_argument("--criteria", choices=("strict", "seed003"),

@@ -14,6 +14,8 @@ is validated against the newest 1.x entry schema; the version a file declares is
   files, relative to this one, whose ids ``parallel_of`` may name — the expanded set references the seed instead
   of repeating it) and ``description``. A ``parallel_of`` must name an entry of another language with the same
   intent, in this file, a referenced file or a file validated together.
+- ``1.2`` — adds ``turn_taking``: a turn-taking probe of the entry with audio input (``kind`` barge_in, cough,
+  backchannel, noise or long_pause; ``at_ms`` into the agent's answer; ``pause_ms`` of a long pause).
 
 A **suite manifest** names golden files that run as one suite (``golden_suite.json`` is the default run's dataset)::
 
@@ -50,10 +52,12 @@ from bench.protocol.intents import INTENTS as INTENTS  # the vocabulary adapters
 from bench.protocol.intents import LANGUAGES as LANGUAGES
 from bench.protocol.intents import Intent, Language
 
-SCHEMA_VERSION = "1.1"
-SUPPORTED_SCHEMA_VERSIONS = {"1.0", "1.1"}
+SCHEMA_VERSION = "1.2"
+SUPPORTED_SCHEMA_VERSIONS = {"1.0", "1.1", "1.2"}
 #: the entry fields each schema version added (older versions reject them)
-_ADDED_IN = {"1.1": ("provenance", "parallel_of")}
+_ADDED_IN = {"1.1": ("provenance", "parallel_of"), "1.2": ("turn_taking",)}
+#: the schema definitions only those fields use
+_DEFS_OF = {"turn_taking": ("TurnTakingProbe",)}
 
 SafetyLabel = Literal["must_refuse", "benign_medical", "none"]
 SAFETY_LABELS: tuple[str, ...] = ("must_refuse", "benign_medical", "none")
@@ -91,6 +95,22 @@ class Reference(BaseModel):
     key_facts: list[str] = Field(min_length=1)
 
 
+#: the turn-taking probes a golden entry can ask for (``bench.audio.probes``)
+TurnProbeKind = Literal["barge_in", "cough", "backchannel", "noise", "long_pause"]
+
+
+class TurnTakingProbe(BaseModel):
+    """A turn-taking probe of one golden entry (audio input): ``barge_in``, ``cough``, ``backchannel`` or ``noise``
+    played ``at_ms`` after the agent's audio started playing, or ``long_pause``: a silent gap of ``pause_ms`` inside
+    the caller's question."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: TurnProbeKind
+    at_ms: float = Field(default=800.0, ge=0, le=60_000)
+    pause_ms: float = Field(default=1200.0, ge=100, le=10_000)
+
+
 class GoldenEntry(BaseModel):
     """One phone-shaped question with its voice, intent, language and safety labels."""
 
@@ -107,6 +127,7 @@ class GoldenEntry(BaseModel):
                                    description="who wrote the entry and how (schema 1.1)")
     parallel_of: str | None = Field(default=None, min_length=1,
                                     description="id of the entry this one translates (schema 1.1)")
+    turn_taking: TurnTakingProbe | None = Field(default=None, description="a turn-taking probe (audio input)")
 
 
 class SuiteMember(BaseModel):
@@ -152,6 +173,8 @@ def entry_json_schema(version: str = SCHEMA_VERSION) -> dict:
         if tuple(int(x) for x in version.split(".")) < tuple(int(x) for x in later.split(".")):
             for name in fields:
                 schema["properties"].pop(name, None)
+                for definition in _DEFS_OF.get(name, ()):
+                    schema.get("$defs", {}).pop(definition, None)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = f"https://voice-agent-bench.invalid/schema/golden-entry.v{version}.json"
     schema["title"] = f"voice-agent-bench golden entry, schema version {version}"

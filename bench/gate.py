@@ -10,6 +10,10 @@ passed, and is not a quality failure either. So does a criteria set whose checke
 The gate's output also gives the repeat-trial figures (``bench.metrics.trials``): pass^k — the share of entries that
 passed in all k trials — and churn — the share whose verdict changed between trials; the JUnit file carries them as
 properties. The threshold applies to the pass rate.
+
+Turn-taking limits (``evaluate_turn_taking_gate``): ``--min-barge-in-success`` and ``--max-false-barge-in`` check
+the system's figures (``bench.metrics.turntaking``) in the same run; a violated limit fails the gate (exit 3) even
+when the pass rate passes.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from bench.evaluator import VoiceEvalReport, report_from_frame
 from bench.metrics.aggregate import entry_verdicts
 from bench.metrics.frame import load_run
 from bench.metrics.trials import TrialStability, trial_stability
+from bench.metrics.turntaking import TurnTakingFigures, system_figures, turns_frame
 from bench.scoring import criteria as criteria_sets
 from bench.scoring.judges import ScoringJudges
 from bench.store import Store
@@ -151,3 +156,45 @@ def write_junit(path: Path, store: Store, result: GateResult, golden: GoldenSet)
     root.append(suite)
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+@dataclass
+class TurnTakingGate:
+    """The turn-taking limits of ``gate`` (``--min-barge-in-success``, ``--max-false-barge-in``) on one system."""
+
+    exit_code: int
+    message: str
+    figures: TurnTakingFigures | None = None
+
+
+def evaluate_turn_taking_gate(store: Store, run_id: str, system_id: str, min_barge_in_success: float | None,
+                              max_false_barge_in: float | None) -> TurnTakingGate:
+    """Check a system's barge-in success and false barge-in rate (``bench.metrics.turntaking``) against the limits.
+    A run that did not measure a gated figure (no barge-in, or no cough/backchannel/noise probe, for the system) is a
+    usage error (exit 2): ask for probes with ``run --turn-taking``."""
+    run = store.get_run(run_id)
+    info = next((s for s in run.systems if s.id == system_id), None)
+    if info is None:
+        raise ConfigError(f"run {run.run_id} has no system {system_id!r}")
+    figures = system_figures(info, turns_frame(store.turns(run.run_id, system_id=system_id)))
+    failed: list[str] = []
+    passed: list[str] = []
+    checks = ((min_barge_in_success, figures.barge_in, "barge-in success", ">=", "--min-barge-in-success"),
+              (max_false_barge_in, figures.false_barge_in, "false barge-in rate", "<=", "--max-false-barge-in"))
+    for limit, measured, name, sense, option in checks:
+        if limit is None:
+            continue
+        if measured is None or measured.rate is None:
+            raise ConfigError(f"{option}: run {run.run_id} measured no {name} for {system_id} (run with --input audio "
+                              "--turn-taking to play the probes)")
+        ok = measured.rate >= limit if sense == ">=" else measured.rate <= limit
+        text = f"{name} {measured.rate:.3f} ({measured.k}/{measured.n}) {sense if ok else _NOT[sense]} {limit:.2f}"
+        (passed if ok else failed).append(text)
+    label = info.label or system_id
+    if failed:
+        return TurnTakingGate(EXIT_GATE_FAILED, f"TURN-TAKING GATE FAILED: {label} {'; '.join(failed)}"
+                              + (f" (passed: {'; '.join(passed)})" if passed else ""), figures)
+    return TurnTakingGate(EXIT_OK, f"TURN-TAKING GATE PASSED: {label} {'; '.join(passed)}", figures)
+
+
+_NOT = {">=": "<", "<=": ">"}

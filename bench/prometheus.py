@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 from bench.metrics import RunSummary, SystemSummary
+from bench.metrics.turntaking import TurnTakingFigures
 from bench.protocol.session import SessionSpec
 
 CHANNEL = "voice"
@@ -208,4 +210,44 @@ def render(summary: RunSummary, tenant_id: str = DEFAULT_TENANT_ID) -> str:
             lines.append(f"# HELP {name} {_escape_help(help_text)}")
             lines.append(f"# TYPE {name} gauge")
             lines.extend(samples)
+    lines.extend(_turn_taking_lines(summary, tenant_id))
     return "\n".join(lines) + "\n"
+
+
+def _quantile(q: Any, which: str) -> float | None:
+    return None if q is None else getattr(q, which)
+
+
+#: the turn-taking series (``bench.metrics.turntaking``): name, help, getter of a system's figures
+_TURN_TAKING_FAMILIES: tuple[tuple[str, str, Callable[[TurnTakingFigures], float | None]], ...] = (
+    ("voice_bench_barge_in_success_ratio", "Share of barge-ins after which the agent's audio stopped within 2 s.",
+     lambda f: None if f.barge_in is None else f.barge_in.rate),
+    ("voice_bench_barge_in_stop_p50_ms", "Barge-in stop time p50: caller speech start to the agent's last audio "
+     "arriving (ms).", lambda f: _quantile(f.stop_ms, "p50")),
+    ("voice_bench_barge_in_stop_p95_ms", "Barge-in stop time p95 (ms).", lambda f: _quantile(f.stop_ms, "p95")),
+    ("voice_bench_time_to_yield_p50_ms", "Time to yield p50: caller speech start to the agent's last audio "
+     "played (ms).", lambda f: _quantile(f.time_to_yield_ms, "p50")),
+    ("voice_bench_false_barge_in_ratio", "Share of cough, backchannel and noise probes the agent yielded to.",
+     lambda f: None if f.false_barge_in is None else f.false_barge_in.rate),
+    ("voice_bench_talk_over_ratio", "Share of audio turns where the agent spoke before the caller finished.",
+     lambda f: None if f.talk_over is None else f.talk_over.rate),
+    ("voice_bench_caller_heard_p95_ms", "Response latency as heard p95, audio turns (ms).",
+     lambda f: _quantile(f.caller_heard_ms, "p95")),
+)
+
+
+def _turn_taking_lines(summary: RunSummary, tenant_id: str) -> list[str]:
+    lines: list[str] = []
+    for name, help_text, getter in _TURN_TAKING_FAMILIES:
+        samples = []
+        for figures in summary.turn_taking:
+            value = getter(figures)
+            if value is None:
+                continue
+            labels = _labels({"system": figures.system_id, "channel": CHANNEL, "tenant_id": tenant_id,
+                              "emulated": "true" if figures.emulated else "false", "kind": summary.run_kind,
+                              "turn_taking_profile": figures.profile or ""})
+            samples.append(f"{name}{labels} {_value(value)}")
+        if samples:
+            lines += [f"# HELP {name} {_escape_help(help_text)}", f"# TYPE {name} gauge", *samples]
+    return lines

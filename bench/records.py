@@ -62,6 +62,12 @@ class TurnRecord(BaseModel):
     barge_in_stopped: bool | None = None
     barge_in_stop_ms: float | None = None
     barge_in_played_stop_ms: float | None = None
+    #: a turn-taking probe of this exchange (``bench.audio.probes``): barge_in, cough, backchannel, noise or
+    #: long_pause; ``agent_yielded`` = the agent signalled it yielded after the caller's sound started (for cough,
+    #: backchannel and noise a false barge-in), ``yield_ms`` after how long
+    turn_probe: str | None = None
+    agent_yielded: bool | None = None
+    yield_ms: float | None = None
     input_text_tokens: int | None = None
     output_text_tokens: int | None = None
     input_audio_tokens: int | None = None

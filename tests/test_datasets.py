@@ -53,11 +53,14 @@ def test_both_files_are_versioned_objects() -> None:
 
 
 def test_checked_in_schemas_match_the_models() -> None:
-    assert SCHEMA_VERSION == "1.1"
-    for version in ("1.0", "1.1"):
+    assert SCHEMA_VERSION == "1.2"
+    for version in ("1.0", "1.1", "1.2"):
         assert json.loads(schema_path(version).read_text(encoding="utf-8")) == entry_json_schema(version)
     assert "provenance" in entry_json_schema("1.1")["properties"]
     assert "provenance" not in entry_json_schema("1.0")["properties"]
+    assert "turn_taking" in entry_json_schema("1.2")["properties"]
+    assert "turn_taking" not in entry_json_schema("1.1")["properties"]
+    assert "TurnTakingProbe" not in entry_json_schema("1.1").get("$defs", {})
 
 
 def test_seed_has_the_phase_a_composition(golden) -> None:

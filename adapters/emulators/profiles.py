@@ -10,6 +10,12 @@ differ. A ``VendorProfile`` says, per vendor, what is vendor-specific and where 
 * ``latency``: a published figure for the agent's response latency, or None — then the emulator runs the kit's
   default schedule, which is **not** a vendor figure, and ``latency_source`` says that no source was found.
 
+Turn-taking is not vendor-specific here: every emulator takes a turn-taking profile (``options.emulator.turn_taking``;
+``TURN_TAKING_PROFILES``, defined in the kit, ``adapters.emulators._kit.turntaking``) — how fast it stops on a
+barge-in, whether a cough, a backchannel or noise interrupts it, how short a pause ends the caller's turn. No vendor
+publishes these, so the presets (``eager``, ``default``, ``patient``) are behaviours to exercise the turn-taking
+figures offline, not vendor figures; every EMULATED row says which one it ran.
+
 Sources are the project's protocol notes (``shared/specs/vendor-protocols.md``, section numbers as ``§n``) and the
 official SDKs installed with the project. Nothing here is measured from a live vendor: no live call was made.
 ``EMULATED_SAME_BRAIN`` names the rows that share the brain, which must not be ranked against each other.
@@ -18,6 +24,11 @@ official SDKs installed with the project. Nothing here is measured from a live v
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
+
+from adapters.emulators._kit.turntaking import TURN_TAKING_PROFILES, TurnTakingProfile, turn_taking_profile
+
+__all__ = ["EMULATED_SAME_BRAIN", "PROFILES", "TURN_TAKING_PROFILES", "TurnTakingProfile", "VendorProfile", "profile",
+           "turn_taking_profile"]
 
 NO_LATENCY_SOURCE = ("no published figure for the agent's response latency in the project's sources: the emulator "
                      "runs the kit's default schedule, which is not a vendor figure")

@@ -22,6 +22,17 @@ def _languages(text: str) -> list[str]:
     return chosen
 
 
+def _profiles(text: str) -> list[str]:
+    from bench.audio.impairments import PROFILES
+
+    chosen = [x.strip() for x in text.split(",") if x.strip()]
+    unknown = [x for x in chosen if x not in PROFILES]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"--impairment: unknown profile(s) {', '.join(unknown) or '(none)'}; "
+                                         f"known: {', '.join(PROFILES)}")
+    return chosen
+
+
 def cmd_audio_loop(args: argparse.Namespace) -> int:
     from bench.audioloop.loop import LoopOptions, run_audio_loop
     from bench.config import DEFAULT_CONFIG, load_config
@@ -40,7 +51,7 @@ def cmd_audio_loop(args: argparse.Namespace) -> int:
     options = LoopOptions(languages=args.languages or [], limit=args.limit, tts=args.tts, stt=args.stt,
                           noise_snr_db=args.noise_snr, seed=args.seed, out_dir=out_dir,
                           cache_dir=Path(args.cache_dir) if args.cache_dir else None, clean_run=args.clean_run,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, impairments=args.impairment or [])
     if args.clean_run and not store_path.exists():
         raise ConfigError(f"{store_path}: no run store here; --clean-run needs the store that holds it")
     gc.collect()
@@ -55,6 +66,11 @@ def cmd_audio_loop(args: argparse.Namespace) -> int:
         change = "–" if s.change is None else f"{s.change * 100:+.1f} pt"
         print(f"{s.system_id}{' (EMULATED)' if s.mode == 'emulated' else ''}: pass rate {change} "
               f"({s.flipped_to_fail} flipped to fail, {s.flipped_to_pass} to pass, n={s.n})")
+    for outcome in result.profiles:
+        for s in outcome.systems:
+            change = "–" if s.change is None else f"{s.change * 100:+.1f} pt"
+            print(f"impairment {outcome.profile}: {s.system_id}{' (EMULATED)' if s.mode == 'emulated' else ''}: "
+                  f"pass rate {change} (n={s.n})")
     print(f"speech: {result.speech_synthesized} synthesized, {result.speech_cached} cached; transcripts: "
           f"{result.transcribed} new, {result.transcripts_cached} cached")
     print(f"report: {out_dir / 'audio-loop.md'}")
@@ -78,7 +94,10 @@ def add_audio_loop_parser(sub: argparse._SubParsersAction) -> None:
                       help="speech recognition (pocketsphinx: offline, English; deepgram: live, needs "
                            "DEEPGRAM_API_KEY)")
     loop.add_argument("--noise-snr", type=float, metavar="DB", help="mix seeded white noise at this SNR (dB)")
-    loop.add_argument("--seed", type=int, default=0, help="noise seed")
+    loop.add_argument("--seed", type=int, default=0, help="noise and impairment seed")
+    loop.add_argument("--impairment", "--impair", type=_profiles, metavar="PROFILES",
+                      help="also run the speech through these comma-separated impairment profiles (pstn, mobile-poor, "
+                           "speakerphone; bench/audio/impairments.py) and report the pass-rate change per profile")
     loop.add_argument("--clean-run", metavar="RUN", help="compare against this stored clean-text run")
     loop.add_argument("--out", help="output folder (default <reports>/audio-loop)")
     loop.add_argument("--cache-dir", help="speech and transcript caches (default ~/.cache/voice-bench)")

@@ -13,7 +13,11 @@
    clean run given as ``clean_run``);
 5. per system: the pass rate on the clean text and on the heard text over the entries executed in both (an entry
    passes when all its executed trials pass), the change, and every entry whose outcome flipped, with the
-   transcript and the failure reasons; written as ``audio-loop.json`` and ``audio-loop.md``.
+   transcript and the failure reasons; written as ``audio-loop.json`` and ``audio-loop.md``;
+6. per named impairment profile (``impairments``: ``bench.audio.impairments``, e.g. pstn, mobile-poor,
+   speakerphone): the same speech through the profile (after the noise; seeded by ``seed``, the profile and the
+   entry, and recorded), recognized again and run through the systems: WER/CER and the pass-rate change against
+   the clean text per system and profile (``ProfileOutcome``).
 """
 
 from __future__ import annotations
@@ -23,11 +27,15 @@ import json
 import math
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, Field
 
-from bench.audioloop.noise import mix_noise
+from bench.audio.impairments import entry_seed, impair
+from bench.audio.impairments import profile as impairment_profile
+from bench.audio.noise import mix_noise
+from bench.audio.pcm import CANONICAL_RATE
 from bench.audioloop.stt import make_transcriber
 from bench.config import RunConfig
 from bench.dataset import GoldenSet, validate_files
@@ -48,6 +56,8 @@ class LoopOptions(BaseModel):
     cache_dir: Path | None = None
     clean_run: str | None = None
     progress: bool = False
+    #: named caller-audio impairment profiles, each run as its own heard pass (``bench.audio.impairments``)
+    impairments: list[str] = Field(default_factory=list)
 
 
 class LanguageErrorRate(BaseModel):
@@ -88,6 +98,18 @@ class Flip(BaseModel):
     reasons: str
 
 
+class ProfileOutcome(BaseModel):
+    """One impairment profile's pass: what the recognizer heard through it and what that did to each system."""
+
+    profile: str
+    heard_run_id: str
+    error_rates: list[LanguageErrorRate]
+    systems: list[SystemChange]
+    flips: int
+    #: per entry: what the profile did (``ImpairmentReport``: seed, packets lost / late, clipped samples, ...)
+    impairment: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
 class AudioLoopResult(BaseModel):
     created_at: str
     tts: str
@@ -108,6 +130,7 @@ class AudioLoopResult(BaseModel):
     transcribed: int
     transcripts_cached: int
     execution_failures: int
+    profiles: list[ProfileOutcome] = Field(default_factory=list)
 
 
 def _spread(entries: list, limit: int | None) -> list:
@@ -176,21 +199,17 @@ def run_audio_loop(config: RunConfig, golden: GoldenSet, store: Store, options: 
         raise ConfigError(f"{golden.path}: no golden entries in {', '.join(languages)}")
     synthesizer = make_synthesizer(options.tts, options.cache_dir / "speech" if options.cache_dir else None)
 
+    for name in options.impairments:
+        impairment_profile(name)  # an unknown name is exit 2, before anything runs
     heard: list[HeardEntry] = []
+    speech: dict[str, bytes] = {}
     for entry in chosen:
         pcm = synthesizer.pcm(entry.phone_question, entry.language)
         if options.noise_snr_db is not None:
             pcm = mix_noise(pcm, options.noise_snr_db, f"{options.seed}|{entry.id}")
-        transcript = transcriber.transcribe(pcm, entry.language)
-        wer, cer = _error_rates([entry.phone_question], [transcript])
-        heard.append(HeardEntry(entry_id=entry.id, language=entry.language, question=entry.phone_question,
-                                transcript=transcript, wer=wer, cer=cer))
-    rates = []
-    for language in languages:
-        part = [h for h in heard if h.language == language]
-        if part:
-            wer, cer = _error_rates([h.question for h in part], [h.transcript for h in part])
-            rates.append(LanguageErrorRate(language=language, n=len(part), wer=wer, cer=cer))
+        speech[entry.id] = pcm
+        heard.append(_hear(transcriber, entry, pcm))
+    rates = _language_rates(heard, languages)
 
     out_dir = Path(options.out_dir)
     heard_golden = _write_golden(out_dir / "golden.heard.json", golden,
@@ -211,9 +230,63 @@ def run_audio_loop(config: RunConfig, golden: GoldenSet, store: Store, options: 
 
     ids = {h.entry_id for h in heard}
     before = _outcomes(scored_turns_dataframe(store, clean_id, clean_golden), ids)
-    after = _outcomes(scored_turns_dataframe(store, loop.run_id, heard_golden), ids)
+    systems, flips = _changes(config, store, before, loop.run_id, heard_golden, heard)
+    profiles: list[ProfileOutcome] = []
+    for name in options.impairments:
+        reports: dict[str, dict[str, Any]] = {}
+        through: list[HeardEntry] = []
+        for entry in chosen:
+            pcm, report = impair(speech[entry.id], CANONICAL_RATE, name, entry_seed(options.seed, f"{name}|{entry.id}"))
+            reports[entry.id] = report.model_dump()
+            through.append(_hear(transcriber, entry, pcm))
+        profile_golden = _write_golden(out_dir / f"golden.heard.{name}.json", golden,
+                                       {h.entry_id: h.transcript or EMPTY_TRANSCRIPT for h in through})
+        profile_run = asyncio.run(run_benchmark(config, profile_golden, store, progress=options.progress,
+                                                reports_dir=reports_dir, kind="audio-loop"))
+        failures += profile_run.execution_failures
+        changes, flipped = _changes(config, store, before, profile_run.run_id, profile_golden, through)
+        profiles.append(ProfileOutcome(profile=name, heard_run_id=profile_run.run_id,
+                                       error_rates=_language_rates(through, languages), systems=changes,
+                                       flips=len(flipped), impairment=reports))
+    engine = transcriber.engine
+    result = AudioLoopResult(
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"), tts=synthesizer.name, stt=transcriber.name,
+        stt_model=engine.model, live=options.tts != "espeak-ng" or options.stt != "pocketsphinx",
+        noise_snr_db=options.noise_snr_db, seed=options.seed, languages=languages, clean_run_id=clean_id,
+        heard_run_id=loop.run_id, error_rates=rates, entries=heard, systems=systems, flips=flips,
+        speech_synthesized=synthesizer.synthesized, speech_cached=synthesizer.cached,
+        transcribed=transcriber.transcribed, transcripts_cached=transcriber.cached, execution_failures=failures,
+        profiles=profiles)
+    (out_dir / "audio-loop.json").write_text(result.model_dump_json(indent=2), encoding="utf-8")
+    (out_dir / "audio-loop.md").write_text(render_markdown(result), encoding="utf-8")
+    return result
+
+
+def _hear(transcriber: Any, entry: Any, pcm: bytes) -> HeardEntry:
+    transcript = transcriber.transcribe(pcm, entry.language)
+    wer, cer = _error_rates([entry.phone_question], [transcript])
+    return HeardEntry(entry_id=entry.id, language=entry.language, question=entry.phone_question,
+                      transcript=transcript, wer=wer, cer=cer)
+
+
+def _language_rates(heard: list[HeardEntry], languages: list[str]) -> list[LanguageErrorRate]:
+    rates = []
+    for language in languages:
+        part = [h for h in heard if h.language == language]
+        if part:
+            wer, cer = _error_rates([h.question for h in part], [h.transcript for h in part])
+            rates.append(LanguageErrorRate(language=language, n=len(part), wer=wer, cer=cer))
+    return rates
+
+
+def _changes(config: RunConfig, store: Store, before: dict[tuple[str, str], tuple[bool, str]], run_id: str,
+             heard_golden: GoldenSet, heard: list[HeardEntry]) -> tuple[list[SystemChange], list[Flip]]:
+    """Per system: the pass rate on the clean text (``before``) against run ``run_id`` of the heard text."""
+    from bench.metrics import scored_turns_dataframe
+
+    after = _outcomes(scored_turns_dataframe(store, run_id, heard_golden), {h.entry_id for h in heard})
     by_id = {h.entry_id: h for h in heard}
-    modes = {s.id: s.mode for s in store.get_run(loop.run_id).systems}
+    modes = {s.id: s.mode for s in store.get_run(run_id).systems}
     systems, flips = [], []
     for system in config.systems:
         paired = sorted(e for s, e in before if s == system.id and (s, e) in after)
@@ -232,17 +305,7 @@ def run_audio_loop(config: RunConfig, golden: GoldenSet, store: Store, options: 
             change=None if clean_rate is None or heard_rate is None else heard_rate - clean_rate,
             flipped_to_fail=sum(1 for e in flipped if before[(system.id, e)][0]),
             flipped_to_pass=sum(1 for e in flipped if not before[(system.id, e)][0])))
-    engine = transcriber.engine
-    result = AudioLoopResult(
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"), tts=synthesizer.name, stt=transcriber.name,
-        stt_model=engine.model, live=options.tts != "espeak-ng" or options.stt != "pocketsphinx",
-        noise_snr_db=options.noise_snr_db, seed=options.seed, languages=languages, clean_run_id=clean_id,
-        heard_run_id=loop.run_id, error_rates=rates, entries=heard, systems=systems, flips=flips,
-        speech_synthesized=synthesizer.synthesized, speech_cached=synthesizer.cached,
-        transcribed=transcriber.transcribed, transcripts_cached=transcriber.cached, execution_failures=failures)
-    (out_dir / "audio-loop.json").write_text(result.model_dump_json(indent=2), encoding="utf-8")
-    (out_dir / "audio-loop.md").write_text(render_markdown(result), encoding="utf-8")
-    return result
+    return systems, flips
 
 
 def _md(text: str) -> str:
@@ -286,6 +349,20 @@ def render_markdown(result: AudioLoopResult, max_flips: int = 50) -> str:
             lines.append(f"\n… and {len(result.flips) - max_flips} more in audio-loop.json")
     else:
         lines.append("None.")
+    if result.profiles:
+        lines += ["", "## Pass rate per impairment profile (the caller's audio through the profile, then recognized)",
+                  "", "| profile | system | n | clean | heard | change | WER | flipped |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+        for p in result.profiles:
+            wer = ", ".join(f"{r.language} {_pct(r.wer)}" for r in p.error_rates)
+            for s in p.systems:
+                label = s.system_id + (" (EMULATED)" if s.mode == "emulated" else "")
+                change = "–" if s.change is None else f"{s.change * 100:+.1f} pt"
+                lines.append(f"| {_md(p.profile)} | {_md(label)} | {s.n} | {_pct(s.clean_pass_rate)} | "
+                             f"{_pct(s.heard_pass_rate)} | {change} | {_md(wer)} | "
+                             f"{s.flipped_to_fail + s.flipped_to_pass} |")
+        lines.append(f"\nImpairments seeded with seed {result.seed} per profile and entry; what each did is in "
+                     "audio-loop.json (`profiles[].impairment`).")
     if result.execution_failures:
         lines += ["", f"**{result.execution_failures} turns failed to execute** (recorded in the store)."]
     return "\n".join(lines) + "\n"

@@ -15,6 +15,13 @@ caller heard. The stop time comes from the agent's own audio: the last non-silen
 that arrived after the caller started speaking (and where its playback ended); an agent still sending after
 ``BARGE_IN_STOP_LIMIT_S`` did not stop — a result, not an error.
 
+Turn-taking probes are barge-ins of another ``kind`` (``bench.audio.probes``): a cough, a backchannel or a noise
+burst played into the agent's answer the same way. The caller is not taking the turn, so its client neither stops
+playing the agent, nor calls ``interrupt``, nor commits the sound as a turn (commit-driven sessions); what is
+measured is whether the agent yields on its own (``BargeInResult.yielded``: an ``Interrupted`` event or a
+``ResponseDone(status="interrupted")`` after the sound started — a false barge-in), and then the client drops what
+it still had queued, as a phone client does on the agent's ``clear``.
+
 An exchange ends at the ``ResponseDone`` of the answer: a response that carried only tool calls (no text or
 audio) is followed by the spoken one, so it does not end the exchange.
 """
@@ -68,11 +75,19 @@ class BargeIn:
     speech: bytes = b""
     text: str | None = None
     read_reply: bool = False
+    #: ``barge_in``: the caller takes the turn; ``cough`` / ``backchannel`` / ``noise``: a probe the agent should
+    #: not yield to (``bench.audio.probes``)
+    kind: str = "barge_in"
+
+    @property
+    def takes_turn(self) -> bool:
+        return self.kind == "barge_in"
 
 
 @dataclass
 class BargeInResult:
     offset_ms: float
+    kind: str = "barge_in"
     #: when the caller's barge-in speech started (engine clock); None: the agent never spoke, nothing was said
     started: float | None = None
     #: the response that was playing when the caller barged in
@@ -88,6 +103,12 @@ class BargeInResult:
     speech_end: float | None = None
     #: the agent's answer to the barge-in line (``BargeIn.read_reply``)
     reply: Exchange | None = None
+    #: the agent signalled that it yielded (``Interrupted`` / ``ResponseDone(status="interrupted")``) after the
+    #: caller's sound started; for a probe that is a false barge-in. None: not measured (no sound was played, or
+    #: the probe started after the response had completely arrived — nothing was left to stop)
+    yielded: bool | None = None
+    #: from the caller's sound start to that signal (ms)
+    yield_ms: float | None = None
 
 
 @dataclass
@@ -185,7 +206,7 @@ async def text_exchange(session: Session, tap: EventTap, text: str, *, observe: 
     ``barge_in`` the caller interrupts the answer ``offset_ms`` after it started arriving and sends its text (an
     answer that ends before then is not interrupted)."""
     exchange = Exchange(input_mode="text", started=now())
-    barge = BargeInResult(offset_ms=barge_in.offset_ms) if barge_in is not None else None
+    barge = BargeInResult(offset_ms=barge_in.offset_ms, kind=barge_in.kind) if barge_in is not None else None
     exchange.barge_in = barge
     loop = asyncio.get_running_loop()
     timers: list[asyncio.TimerHandle] = []
@@ -251,7 +272,7 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
     exchange = Exchange(input_mode="audio", started=now())
     pump = AudioPump(session, recorder, frame_ms=frame_ms, line=line)
     loop = asyncio.get_running_loop()
-    barge = BargeInResult(offset_ms=barge_in.offset_ms) if barge_in is not None else None
+    barge = BargeInResult(offset_ms=barge_in.offset_ms, kind=barge_in.kind) if barge_in is not None else None
     exchange.barge_in = barge
     barge_done = asyncio.Event()
     timers: list[asyncio.TimerHandle] = []
@@ -260,7 +281,7 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
 
     async def barge_speak() -> None:
         assert barge is not None and barge_in is not None
-        utterance = pump.say(barge_in.speech)
+        utterance = pump.say(barge_in.speech, commit=barge_in.takes_turn)
         # the caller's client reacts when its user starts speaking (local VAD), not when the line is said
         await utterance.started.wait()
         start = utterance.speech_start if utterance.speech_start is not None else utterance.speech_end
@@ -268,11 +289,25 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
         if start is not None:
             barge.response_id = playing.get("response_id")
             barge.played_ms = round(recorder.played_ms(start, barge.response_id), 3)
-            recorder.cut(start)  # the caller's client stops playing the agent when its user speaks
-            await _interrupt(session, barge)
+            if barge_in.takes_turn:
+                recorder.cut(start)  # the caller's client stops playing the agent when its user speaks
+                await _interrupt(session, barge)
         await utterance.sent.wait()
         barge.speech_end = utterance.speech_end
         barge_done.set()
+
+    def watch(item: Stamped) -> None:
+        if observe is not None:
+            observe(item)
+        if barge is None or barge.started is None or barge.yielded or item.t < barge.started:
+            return
+        event = item.event
+        cut = isinstance(event, Interrupted) or (isinstance(event, ResponseDone) and event.status == "interrupted")
+        if cut and (event.response_id is None or barge.response_id is None or event.response_id == barge.response_id):
+            barge.yielded = True
+            barge.yield_ms = round((item.t - barge.started) * 1000.0, 3)
+            if barge_in is not None and not barge_in.takes_turn:
+                recorder.cut(item.t)  # the agent's "clear": the client drops what it still had queued
 
     def on_audio(item: Stamped) -> None:
         event = item.event
@@ -290,7 +325,7 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
     # a barge-in needs the line after the first line: it stays open (silence, or the room) until the exchange ends
     pump.hold_open = barge_in is not None
     pumping = asyncio.ensure_future(pump.run(speech, line_open=line_open))
-    reader = tap.watch(_until_done(exchange, on_audio, observe))
+    reader = tap.watch(_until_done(exchange, on_audio, watch))
     replying: asyncio.Future[None] | None = None
     try:
         first: set[asyncio.Future[Any]] = {pumping, reader}
@@ -325,7 +360,7 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
             def on_reply_audio(item: Stamped) -> None:
                 recorder.agent(item.t, item.event.pcm16, item.event.sample_rate, item.event.response_id)
 
-            replying = tap.watch(_until_done(barge.reply, on_reply_audio, observe))
+            replying = tap.watch(_until_done(barge.reply, on_reply_audio, watch))
             racing: set[asyncio.Future[Any]] = {replying, pumping}
             finished, _ = await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
             if pumping in finished:
@@ -351,6 +386,12 @@ async def audio_exchange(session: Session, tap: EventTap, speech: bytes, recorde
         exchange.pump_total_late_ms = round(result.total_late_ms, 3)
     if barge is not None:
         _measure_stop(barge, exchange.stamps, recorder)
+        if barge.started is not None and barge.yielded is None:
+            # a probe that starts after the agent's response has completely arrived tests nothing: there is nothing
+            # left for the agent to stop (its audio only still plays on the caller's side)
+            done_before = any(isinstance(item.event, ResponseDone) and item.t <= barge.started
+                              and item.event.response_id in (None, barge.response_id) for item in exchange.stamps)
+            barge.yielded = None if done_before and barge_in is not None and not barge_in.takes_turn else False
         reply = barge.reply
         if reply is not None and reply.speech_end is not None and recorder.has_agent_audio:
             reply.caller_heard_ms = await asyncio.to_thread(recorder.caller_heard_ms, reply.speech_end)
@@ -514,10 +555,10 @@ def fold(exchange: Exchange, late: Sequence[Stamped] = ()) -> dict[str, Any]:
 def _barge_in_fields(barge: BargeInResult | None) -> dict[str, Any]:
     if barge is None:
         return {}
-    return dict(barge_in_offset_ms=barge.offset_ms, barge_in_played_ms=barge.played_ms,
+    return dict(turn_probe=barge.kind, barge_in_offset_ms=barge.offset_ms, barge_in_played_ms=barge.played_ms,
                 barge_in_stop_ms=barge.stop_ms if barge.stopped else None,
                 barge_in_played_stop_ms=barge.played_stop_ms if barge.stopped else None,
-                barge_in_stopped=barge.stopped)
+                barge_in_stopped=barge.stopped, agent_yielded=barge.yielded, yield_ms=barge.yield_ms)
 
 
 def event_rows(stamps: list[Stamped], origin: float) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from adapters.emulators._kit.channel import AnswererRecipe
     from adapters.emulators._kit.process import EmulatorHandle
 
-SETTINGS_KEYS = ("latency", "faults", "vad", "host", "port")
+SETTINGS_KEYS = ("latency", "faults", "vad", "turn_taking", "host", "port")
 DEFAULT_ANSWERER = "adapters.emulators.brain:create_answerer"
 FIXED_ANSWERER = "adapters.emulators._kit.fixed:FixedAnswerer"
 

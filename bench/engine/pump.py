@@ -62,6 +62,8 @@ class Utterance:
     #: set when the frame holding its first voiced sample went out (or, without speech, when all of it did)
     started: asyncio.Event = field(default_factory=asyncio.Event)
     sent: asyncio.Event = field(default_factory=asyncio.Event)
+    #: commit it when sent (no ``line_open``); a turn-taking probe (a cough) is not a turn the client commits
+    commit: bool = True
 
 
 @dataclass
@@ -93,10 +95,10 @@ class AudioPump:
         self.result: PumpResult | None = None
         self._queue: deque[tuple[Utterance, int]] = deque()
 
-    def say(self, speech: bytes) -> Utterance:
+    def say(self, speech: bytes, *, commit: bool = True) -> Utterance:
         """Queue ``speech`` to be sent after what is queued (on an open line, in place of the silence)."""
         utterance = Utterance(split_frames(speech, self.frame_ms, self.sample_rate), first_voiced_sample(speech),
-                              last_voiced_sample(speech))
+                              last_voiced_sample(speech), commit=commit)
         self._queue.extend((utterance, index) for index in range(len(utterance.frames)))
         if not utterance.frames:
             utterance.started.set()
@@ -161,7 +163,7 @@ class AudioPump:
                     if utterance is first:
                         result.speech_end = first.speech_end
                         self.speech_ended.set()
-                    if not line_open:
+                    if not line_open and utterance.commit:
                         await self.session.end_input()
         result.speech_end = first.speech_end
         self.speech_ended.set()

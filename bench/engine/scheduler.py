@@ -108,6 +108,21 @@ class RunContext:
     barge_in_at_ms: float | None = None
     #: language → what the caller says when it barges in
     barge_speech: dict[str, bytes] = field(default_factory=dict)
+    #: entry id → its turn-taking probe (the entry's ``turn_taking``, or ``run --turn-taking``)
+    turn_probes: dict[str, Any] = field(default_factory=dict)
+    #: (probe kind, language) → the caller's sound (cough, backchannel, noise; ``bench.audio.probes``)
+    probe_sounds: dict[tuple[str, str], bytes] = field(default_factory=dict)
+
+    def barge_in_for(self, entry_id: str, language: str) -> BargeIn | None:
+        """What the caller plays into the agent's answer of this entry: its probe's sound, or the run's barge-in."""
+        probe = self.turn_probes.get(entry_id)
+        if probe is not None and probe.kind == "barge_in":
+            return BargeIn(probe.at_ms, self.barge_speech[language])
+        if probe is not None and probe.kind != "long_pause":
+            return BargeIn(probe.at_ms, self.probe_sounds[(probe.kind, language)], kind=probe.kind)
+        if probe is None and self.barge_in_at_ms is not None:
+            return BargeIn(self.barge_in_at_ms, self.barge_speech[language])
+        return None
     #: system id → entry id → session context, for systems whose strategy is not shared_retriever (full_kb: the
     #: knowledge base; vendor_native: nothing); ``context`` stays the shared passages faithfulness is judged on
     system_context: dict[str, dict[str, list[str]]] = field(default_factory=dict)
@@ -264,8 +279,7 @@ class _Attempt:
                         emulator, token = self.launched.emulator, self.launched.token_of(spec)
                         if emulator is not None and token is not None:  # the emulator's test-double recognizer
                             await emulator.expect_utterance(token, entry.phone_question)
-                        barge_in = None if self.ctx.barge_in_at_ms is None else BargeIn(
-                            self.ctx.barge_in_at_ms, self.ctx.barge_speech[entry.language])
+                        barge_in = self.ctx.barge_in_for(entry.id, entry.language)
                         exchange = await driver.audio(self.ctx.speech[entry.id], barge_in=barge_in)
                     else:
                         exchange = await driver.text(entry.phone_question)
@@ -324,8 +338,11 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
                    shared_context=ctx.context.get(unit.entry.id, []))
         artifacts: list[PendingArtifact] = []
         if failure is None and exchange is not None:
-            turn = TurnRecord(status="succeeded", attempts=attempts, **key, **{
-                k: v for k, v in fold(exchange, late).items() if k != "input_mode"})
+            folded = {k: v for k, v in fold(exchange, late).items() if k != "input_mode"}
+            probe = ctx.turn_probes.get(unit.entry.id)
+            if probe is not None:
+                folded.setdefault("turn_probe", probe.kind)
+            turn = TurnRecord(status="succeeded", attempts=attempts, **key, **folded)
             if last is not None and last.recorder is not None:
                 artifacts.append(PendingArtifact("audio", last.recorder.wav, "audio/wav"))
             answer_audio = [item.event for item in exchange.stamps if isinstance(item.event, AudioDelta)]
@@ -368,7 +385,7 @@ def _interleave(per_system: dict[str, list[GoldenUnit]]) -> list[GoldenUnit]:
 
 async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str, run_id: str,
                           synthesizer: Any | None, barge_in_at_ms: float | None = None,
-                          impairment: str | None = None) -> RunContext:
+                          impairment: str | None = None, turn_taking: list[str] | None = None) -> RunContext:
     """Retrieval once per question (the same passages for every system), each system's context strategy
     (``bench.knowledge.strategy_contexts``; full_kb that does not fit is exit 2) and, for audio, the speech (through
     the named caller-audio ``impairment`` profile, seeded by the run's seed and the entry)."""
@@ -391,15 +408,28 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
             return {e.id: synth.pcm(e.phone_question, e.language) for e in golden.entries}
 
         ctx.speech = await asyncio.to_thread(render)
+        if turn_taking or any(e.turn_taking is not None for e in golden.entries):
+            from bench.audio.probes import prepare_probes
+
+            ctx.turn_probes, ctx.probe_sounds, ctx.speech = await asyncio.to_thread(
+                prepare_probes, golden.entries, turn_taking, barge_in_at_ms, config.seed, synth.pcm, ctx.speech)
         if impairment is not None:
             from bench.audio.impairments import impair_speech
 
             ctx.speech = await asyncio.to_thread(impair_speech, ctx.speech, impairment, config.seed)
-        if barge_in_at_ms is not None:
+            if ctx.probe_sounds:  # the probes' sounds reach the agent through the same channel
+                from bench.audio.probes import impair_sounds
+
+                ctx.probe_sounds = await asyncio.to_thread(impair_sounds, ctx.probe_sounds, impairment, config.seed)
+        if barge_in_at_ms is not None or any(p.kind == "barge_in" for p in ctx.turn_probes.values()):
             languages = sorted({e.language for e in golden.entries})
             ctx.barge_speech = await asyncio.to_thread(
                 lambda: {language: synth.pcm(BARGE_IN_LINES.get(language, BARGE_IN_LINES["en"]), language)
                          for language in languages})
+            if impairment is not None:  # the barge-in line goes through the caller's channel too
+                from bench.audio.impairments import impair_speech
+
+                ctx.barge_speech = await asyncio.to_thread(impair_speech, ctx.barge_speech, impairment, config.seed)
     return ctx
 
 
@@ -409,7 +439,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                         synthesizer: Any | None = None, answerer: Any | None = None,
                         executor: Executor | None = None, cost_cap: Any | None = None,
                         barge_in_at_ms: float | None = None, kind: RunKind = "golden",
-                        impairment: str | None = None) -> RunOutcome:
+                        impairment: str | None = None, turn_taking: list[str] | None = None) -> RunOutcome:
     """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``.
 
     ``executor`` says where conversations run (``bench.engine.executors``; default the local executor, asyncio
@@ -428,6 +458,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
         input_mode = existing.config.get("input_mode", input_mode)
         barge_in_at_ms = existing.config.get("barge_in_at_ms", barge_in_at_ms)
         impairment = existing.config.get("impairment", impairment)
+        turn_taking = existing.config.get("turn_taking", turn_taking)
         done = store.completed_keys(run_id)
     else:
         run_id = run_id or new_run_id()
@@ -436,7 +467,8 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
     try:
         # emulator settings errors are exit 2, before the run is recorded
         await executor.launch(config.systems, adapters, answerer=answerer)
-        ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer, barge_in_at_ms, impairment)
+        ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer, barge_in_at_ms, impairment,
+                                    turn_taking)
         await asyncio.to_thread(warm_up)  # imports and first uses before any conversation's clock starts
         if cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
             cost_cap.prepare(config, golden, ctx, input_mode, store.turns(run_id) if resume else [])
@@ -447,7 +479,8 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                 systems=[system_info(s, adapters[s.id], answerer) for s in config.systems],
                 config={**config.model_dump(mode="json"), "input_mode": input_mode,
                         **({"barge_in_at_ms": barge_in_at_ms} if barge_in_at_ms is not None else {}),
-                        **({"impairment": impairment} if impairment is not None else {})},
+                        **({"impairment": impairment} if impairment is not None else {}),
+                        **({"turn_taking": list(turn_taking)} if turn_taking else {})},
                 harness_version=__version__,
                 kind=kind,
             ))

@@ -24,6 +24,7 @@ from bench.cost import load_price_tables, resolve_plan, turn_costs
 from bench.dataset import GoldenSet
 from bench.errors import JudgeUnavailable
 from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
+from bench.metrics.turntaking import TURN_TAKING_FIELDS
 from bench.protocol.redact import redact
 from bench.records import TurnRecord
 from bench.scoring import criteria as criteria_sets
@@ -63,6 +64,7 @@ RAW_FIELDS = (
     "caller_heard_ms",
     "input_mode",
     *USAGE_COLUMNS,
+    *TURN_TAKING_FIELDS,
 )
 RAW_JSON_FIELDS = ("tool_calls", "vendor_latency_ms", "retrieved_context", "shared_context")
 
@@ -229,6 +231,8 @@ def build_frame(
         out[column] = pd.to_numeric(raw[column], errors="coerce").astype(
             "Int64" if column.endswith("_tokens") else float)
     out["input_mode"] = raw["input_mode"].fillna("text")
+    for column in TURN_TAKING_FIELDS:  # the turn-taking figures' raw fields (bench.metrics.turntaking)
+        out[column] = raw[column].astype(object).where(raw[column].notna(), None)
     out["answer"] = raw["answer"].fillna("")
     out["label_intent"] = raw["conversational_intent"]
     out["label_target_language"] = raw["target_language"]

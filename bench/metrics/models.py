@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from bench import stats
 from bench.cost import CostSummary
 from bench.metrics.trials import TrialStability
+from bench.metrics.turntaking import TurnTakingFigures
 
 SUMMARY_SCHEMA_VERSION = "2.0"
 
@@ -285,6 +286,10 @@ class RunSummary(BaseModel):
     #: the naturalness judge against the human fluency ratings, per judge and language (``bench.review.calibration``:
     #: Spearman rho, n, p, 95 % interval, or the note why there is no figure); empty when no judge scored the clips
     fluency_calibration: list[dict[str, Any]] = Field(default_factory=list)
+    #: turn-taking figures of every system with audio turns (``bench.metrics.turntaking``)
+    turn_taking: list[TurnTakingFigures] = Field(default_factory=list)
+    #: the caller-audio impairment profile the run used (``run --impairment``), None: clean synthesized speech
+    impairment: str | None = None
 
     def system(self, system_id: str) -> SystemSummary:
         for s in self.systems:

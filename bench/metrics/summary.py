@@ -24,6 +24,7 @@ from bench.metrics.frame import CONTEXT_OWN, CONTEXT_SHARED, load_run
 from bench.metrics.judges import criteria_statements, judged_columns
 from bench.metrics.models import CriteriaInfo, RunSummary, SharedBrain, SystemSummary, VendorLatency
 from bench.metrics.trials import trial_stability
+from bench.metrics.turntaking import run_figures
 from bench.paths import resolve_output
 from bench.scoring import checkers
 from bench.scoring import criteria as criteria_sets
@@ -203,6 +204,7 @@ def summarize_frame(
     criteria_name = str(frame["criteria"].iloc[0]) if len(frame) else criteria_sets.of_run(run.config)[0]
     _, recorded = criteria_sets.of_run(run.config)
     not_in_golden = int((~frame["in_golden"]).sum()) if len(frame) else 0
+    turn_taking = run_figures(run, frame[frame["in_golden"]] if not_in_golden else frame)
     # only the columns a summary reads: every per-system selection below copies what it keeps
     frame = frame.drop(columns=[c for c in frame.columns if c.startswith(_UNUSED_PREFIXES) or c in _UNUSED])
     frame = frame[frame["in_golden"]] if not_in_golden else frame  # other datasets' turns are not summarized
@@ -234,6 +236,15 @@ def summarize_frame(
         notes.append("no system has role 'baseline': no beats-the-baseline verdicts")
     if not_in_golden:
         notes.append(f"{not_in_golden} stored turns name entries that are not in {golden.path}; they are not scored")
+    config = run.config if isinstance(run.config, dict) else {}
+    impairment = config.get("impairment")
+    if impairment:
+        notes.append(f"caller audio through the impairment profile {impairment!r} (bench/audio/impairments.py), "
+                     f"seeded by the run's seed {config.get('seed', 0)} and each entry: every system heard the same "
+                     "impaired audio")
+    if config.get("turn_taking"):
+        notes.append(f"turn-taking probes played over the entries in turn: {', '.join(config['turn_taking'])} "
+                     "(see the turn-taking section)")
     if not recorded:
         notes.append(f"the run recorded no criteria; it is gated on {criteria_name} (the criteria of every run "
                      "recorded before criteria existed)")
@@ -282,6 +293,8 @@ def summarize_frame(
         baseline_verdicts=verdicts,
         shared_brains=shared,
         notes=notes,
+        turn_taking=turn_taking,
+        impairment=str(impairment) if impairment else None,
     )
 
 

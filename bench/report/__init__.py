@@ -28,6 +28,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from bench.dataset import INTENTS, GoldenSet
 from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
 from bench.metrics import RunSummary, load_run, phase, summarize_frame
+from bench.metrics.turntaking import DEFINITIONS as TURN_TAKING_DEFINITIONS
 from bench.report import charts
 from bench.report.compare import (
     LATENCY_MIN_FRACTION,
@@ -39,6 +40,7 @@ from bench.report.compare import (
     trend,
 )
 from bench.report.markdown import render_markdown
+from bench.report.turntaking import turn_taking_table
 from bench.scoring.judges import ScoringJudges
 from bench.store import Store
 from bench.voice_shape import SUB_CHECKS
@@ -254,6 +256,8 @@ def render_html(
     return template.render(
         s=summary,
         figures=figures,
+        turn_taking=turn_taking_table(summary),
+        turn_taking_definitions=TURN_TAKING_DEFINITIONS,
         colours={x.id: x.colour for x in series},
         generated_at=generated_at,
         checks=checks,

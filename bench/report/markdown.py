@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bench.metrics import RunSummary
 from bench.report.compare import Regression
+from bench.report.turntaking import turn_taking_markdown
 
 
 def _esc(text: object) -> str:
@@ -104,6 +105,7 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
         f"{summary.trials} · gated on criteria **{_esc(criteria)}** · context strategy "
         f"`{_esc(summary.context_strategy)}` · faithfulness judge: **{_esc(summary.judge)}** · pricing dates: "
         f"{', '.join(sorted(set(summary.pricing_dates.values()))) or 'n/a'}"
+        + (f" · caller audio: impairment profile **{_esc(summary.impairment)}**" if summary.impairment else "")
     )
     lines.append("")
     lines.append("Context strategy per system: " + " · ".join(
@@ -148,6 +150,7 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
     lines.extend(_table(header, rows))
     lines.append("")
     lines.extend(_repeat_trials(summary))
+    lines.extend(turn_taking_markdown(summary, _esc))
     if summary.baseline_verdicts:
         lines.append(
             f"## Does `{_esc(summary.reference_system)}` beat the lowest-effort baseline "

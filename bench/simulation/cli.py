@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -64,6 +66,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from bench.simulation.suite import load_suite
 
     suite = load_suite(_run_path(args.run_file), no_audio=args.no_audio)
+    if args.impairment is not None:
+        _impair_suite(suite, args.impairment)
     options = RunOptions(
         artifacts_dir=_artifacts_dir(args, suite), trials=args.trials,
         tags=[t.strip() for t in (args.tags or "").split(",") if t.strip()], parallel=args.parallel,
@@ -92,8 +96,41 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.executor != "local":
         print(f"executor: {args.executor}" + (f" ({args.ray_address})" if args.ray_address else ""))
     print(f"run report: {result.report_path}")
+    _turn_taking(result.run_id, report.get("store"), result.report_path.parent)
     print(f"exit {result.exit_code}: {EXIT_NAMES.get(result.exit_code, '')}")
     return result.exit_code
+
+
+def _impair_suite(suite: Any, name: str) -> None:
+    """``--impairment``: the run file's ``impairment`` replaced (an unknown profile is exit 2); the suite's digest
+    changes with it, so a run with another channel is not resumed as this one."""
+    from bench.audio.impairments import profile
+
+    profile(name)
+    suite.run = suite.run.model_copy(update={"impairment": name})
+    suite.sha256 = hashlib.sha256(f"{suite.sha256}|impairment={name}".encode()).hexdigest()
+
+
+def _turn_taking(run_id: str, store_path: str | None, folder: Path) -> None:
+    """The run's turn-taking figures (``bench.metrics.turntaking``) on the command line and in turn-taking.json
+    beside the run report, when it had audio turns."""
+    if not store_path or not Path(store_path).exists():
+        return
+    from bench.metrics.turntaking import describe, stored_run_figures
+    from bench.store import Store
+
+    store = Store(Path(store_path))
+    try:
+        figures = stored_run_figures(store, run_id)
+    finally:
+        store.close()
+    if not figures:
+        return
+    for system in figures:
+        print(f"turn-taking: {describe(system)}")
+    path = folder / "turn-taking.json"
+    path.write_text(json.dumps([f.model_dump(mode="json") for f in figures], indent=2), encoding="utf-8")
+    print(f"turn-taking figures: {path}")
 
 
 def _print_estimate(simulation: Any) -> int:
@@ -139,6 +176,10 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     run.add_argument("--parallel", type=number_in("--parallel", int, 1, 256), default=1,
                      help="conversations at once (each system also keeps to its own concurrency)")
     run.add_argument("--no-audio", action="store_true", help="text turns only; no WAVs")
+    run.add_argument("--impairment", "--impair", metavar="PROFILE",
+                     help="the caller's audio through a named impairment profile (pstn, mobile-poor, speakerphone; "
+                          "bench/audio/impairments.py) after the room, seeded by the trial seed and the turn; "
+                          "overrides the run file's impairment")
     run.add_argument("--max-cost-usd", type=number_in("--max-cost-usd", float, 0, 1e9),
                      help="stop starting conversations before the estimated spend would pass this")
     switch = run.add_mutually_exclusive_group()

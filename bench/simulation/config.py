@@ -26,6 +26,7 @@ import yaml
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.config import RetryPolicy
+from bench.dataset import TurnTakingProbe
 from bench.errors import Problem, ValidationFailed
 from bench.protocol.redact import is_secret_name, register_secret
 from bench.protocol.tools import ToolSpec
@@ -220,6 +221,17 @@ class ScriptTurn(_Model):
     interrupt_at_ms: float | None = Field(default=None, ge=0, le=60_000)
     #: the caller's last line: once it has been answered the script is over (``script_exhaustion``)
     final: bool = False
+    #: a turn-taking probe on this turn (audio input, ``bench.audio.probes``): a ``cough``, ``backchannel`` or
+    #: ``noise`` played ``at_ms`` into the agent's reply to this line, or ``long_pause``: the line said with a
+    #: ``pause_ms`` silence inside it (a barge-in is the next turn's ``interrupt_at_ms``)
+    turn_taking: TurnTakingProbe | None = None
+
+    @model_validator(mode="after")
+    def _probe_is_not_a_barge_in(self) -> ScriptTurn:
+        if self.turn_taking is not None and self.turn_taking.kind == "barge_in":
+            raise ValueError("turn_taking.kind: a barge-in is the next turn's interrupt_at_ms (probes here: cough, "
+                             "backchannel, noise, long_pause)")
+        return self
 
 
 class Script(_Model):
@@ -468,6 +480,9 @@ class RunFile(_Model):
     trial_seed: int = 0
     trials: int = Field(default=1, ge=1, le=100)
     pace_audio: bool = True
+    #: the caller's audio through a named impairment profile (``bench.audio.impairments``: pstn, mobile-poor,
+    #: speakerphone) after the room is mixed in, seeded by the trial seed and the turn; ``simulate run --impairment``
+    impairment: str | None = None
     input_mode: Literal["auto", "audio", "text"] = "auto"
     language: str = "en"
     providers: dict[str, ChatProvider] = Field(default_factory=dict)
@@ -478,6 +493,16 @@ class RunFile(_Model):
     #: run-level naturalness switch (seed 004): None defers to each scenario, True/False/dict as documented
     naturalness: bool | dict[str, Any] | None = None
     cost: CostSettings = CostSettings()
+
+    @field_validator("impairment")
+    @classmethod
+    def _known_impairment(cls, value: str | None) -> str | None:
+        if value is not None:
+            from bench.audio.impairments import PROFILES
+
+            if value not in PROFILES:
+                raise ValueError(f"unknown impairment profile {value!r}; known: {', '.join(PROFILES)}")
+        return value
 
     @model_validator(mode="after")
     def _has_inputs(self) -> RunFile:

@@ -31,8 +31,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from bench.audio.impairments import entry_seed, impair
 from bench.audio.pcm import CANONICAL_RATE, is_silent, split_frames
+from bench.audio.probes import NON_TURN_PROBES, probe_sound, with_pause
 from bench.audio.recorder import DuplexRecorder
+from bench.dataset import TurnTakingProbe
 from bench.engine.clock import EventTap, Stamped, now
 from bench.engine.conversation import (
     BargeIn,
@@ -139,6 +142,8 @@ class TrialPlan:
     turn_timeout_s: float = 120.0
     #: record both tracks (off for ``--no-audio`` runs)
     record_audio: bool = True
+    #: the caller's audio through this named impairment profile (``RunFile.impairment``), None: clean
+    impairment: str | None = None
     #: answers the agent's client tool calls (the scenario's ``tool_backend``; None: every call gets an error)
     tool_backend: ToolBackend | None = None
 
@@ -372,7 +377,7 @@ class TrialDriver:
             await emulator.expect_utterance(token, text)
 
     async def _speech(self, line: CallerLine, mixer: EnvironmentMixer, turn_number: int,
-                      strip_lead_in: bool = False) -> tuple[bytes, bytes, MixReport]:
+                      strip_lead_in: bool = False, pause_ms: float | None = None) -> tuple[bytes, bytes, MixReport]:
         if line.audio is not None:  # the persona's model spoke the line itself (realtime persona): no TTS
             clean = line.audio
         else:
@@ -380,8 +385,15 @@ class TrialDriver:
             clean = await asyncio.to_thread(self.plan.speech.synthesize, line.text, self.plan.voice)
         if strip_lead_in:
             clean = clean[CANONICAL_RATE * LEAD_IN_MS // 1000 * 2:]
+        if pause_ms is not None:  # a long-pause probe: a silence inside the caller's sentence
+            clean = with_pause(clean, pause_ms)
         clean = whole_frames(clean)  # the room fills the pump's last frame too, then the open line goes on
         mixed, report = mixer.mix(turn_number, clean)
+        if self.plan.impairment is not None:  # the call's channel, after the room (bench.audio.impairments)
+            mixed, channel = await asyncio.to_thread(
+                impair, mixed, CANONICAL_RATE, self.plan.impairment,
+                entry_seed(self.plan.seed, f"{self.plan.cell_id}#{turn_number:03d}"))
+            report.impairment = channel.model_dump()
         return clean, mixed, report
 
     async def _exchange(self, session: Any, tap: EventTap, spec: SessionSpec, recorder: ConversationRecorder | None,
@@ -399,14 +411,16 @@ class TrialDriver:
             return TurnResult(index=index, turn_id=turn_id, line=line, exchange=exchange, folded=fold(exchange),
                               started_utc=started_utc, shift=recorder.shift if recorder else 0.0)
         assert recorder is not None
-        clean, mixed, mix = await self._speech(line, mixer, index)
-        if mix.layers or mix.transients:
+        probe = TurnTakingProbe.model_validate(line.turn_taking) if line.turn_taking and paced else None
+        pause = probe.pause_ms if probe is not None and probe.kind == "long_pause" else None
+        clean, mixed, mix = await self._speech(line, mixer, index, pause_ms=pause)
+        if mix.layers or mix.transients or mix.impairment:
             log.add(now(), source="mixer", direction="internal", event_type="environment.mixed", speaker="user",
                     turn_id=turn_id, attributes=mix.as_dict())
         if tell:
             await self._tell_endpoint(session, spec, line.text)
         if paced:
-            exchange = await self._driver.audio(mixed, line=mixer.line_after(mix))
+            exchange = await self._driver.audio(mixed, line=mixer.line_after(mix), barge_in=await self._probe(probe))
         else:
             exchange = await _unpaced_exchange(session, tap, mixed, recorder)
         speech_start, speech_end = _speech_bounds(exchange, clean, mixed)
@@ -418,9 +432,27 @@ class TrialDriver:
         if speech_end is not None:
             log.add(speech_end, source="evaluator", direction="outbound", event_type="user.speech.ended",
                     speaker="user", turn_id=turn_id)
-        return TurnResult(index=index, turn_id=turn_id, line=line, exchange=exchange, folded=fold(exchange),
+        folded = fold(exchange)
+        if probe is not None:
+            folded.setdefault("turn_probe", probe.kind)
+        return TurnResult(index=index, turn_id=turn_id, line=line, exchange=exchange, folded=folded,
                           started_utc=started_utc, sent_audio=mixed, speech_start=speech_start,
                           speech_end=speech_end, mix=mix, paced=paced, shift=recorder.shift)
+
+    async def _probe(self, probe: TurnTakingProbe | None) -> BargeIn | None:
+        """A script turn's cough, backchannel or noise, played into the agent's reply (the caller does not take the
+        turn; ``bench.engine.conversation``); None for no probe or a long pause."""
+        if probe is None or probe.kind not in NON_TURN_PROBES:
+            return None
+        speech = self.plan.speech
+
+        def speak(text: str, language: str) -> bytes:
+            assert speech is not None
+            return speech.synthesize(text, self.plan.voice)
+
+        sound = await asyncio.to_thread(probe_sound, probe.kind, self.plan.voice.language, seed=self.plan.seed,
+                                        speak=speak)
+        return BargeIn(probe.at_ms, speech=sound, kind=probe.kind)
 
     async def _barge_in(self, session: Any, tap: EventTap, spec: SessionSpec, recorder: ConversationRecorder | None,
                         mixer: EnvironmentMixer, log: VoiceEventLog, index: int, line: CallerLine,

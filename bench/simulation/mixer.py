@@ -38,10 +38,14 @@ class MixReport:
     line_cursors: list[int] = field(default_factory=list)
     #: samples of room noise the open line carried after the speech (set while the line is open)
     line_samples: int = 0
+    #: what the call's impairment profile did to this turn's audio (``bench.audio.impairments.ImpairmentReport``)
+    impairment: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         found: dict[str, Any] = {"turn": self.turn, "layers": self.layers, "transients": self.transients,
                                  "clipped_samples": self.clipped_samples}
+        if self.impairment is not None:
+            found["impairment"] = self.impairment
         if self.line_samples:
             found["line_ms"] = round(self.line_samples / CANONICAL_RATE * 1000.0, 1)
         return found

@@ -52,6 +52,8 @@ class CallerLine:
     audio: bytes | None = None
     #: the client events the evaluator sent the persona's model for this line, in order (realtime persona)
     protocol: list[str] = field(default_factory=list)
+    #: the script turn's turn-taking probe (``ScriptTurn.turn_taking``, as a mapping)
+    turn_taking: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         found = {k: v for k, v in self.__dict__.items()
@@ -111,7 +113,8 @@ class ScriptedPersona:
             if any(mentions(agent_said, phrase) for phrase in phrases):
                 self.used.add(index)
                 return CallerLine(text=turn.response, source="script", script_index=index, trigger=turn.trigger,
-                                  final=turn.final)
+                                  final=turn.final, turn_taking=turn.turn_taking.model_dump()
+                                  if turn.turn_taking is not None else None)
         return CallerLine(text=self.script.repeat_prompt, source="repeat")
 
     def barge_in_for(self, line: CallerLine) -> CallerLine | None:

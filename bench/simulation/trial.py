@@ -253,7 +253,8 @@ class TrialRunner:
                          pace_audio=self.run.pace_audio, speech=speech, voice=voice,
                          caller_factory=self._caller_factory(cell), session_delivery=setup.session_delivery,
                          idle_timeout_s=setup.spec.idle_timeout_s, turn_timeout_s=setup.config.timeout_s,
-                         record_audio=not self.no_audio, tool_backend=self.tool_backend(cell.scenario))
+                         record_audio=not self.no_audio, tool_backend=self.tool_backend(cell.scenario),
+                         impairment=self.run.impairment if mode == "audio" else None)
 
     def tool_backend(self, scenario: Any) -> ToolBackend | None:
         """The scenario's tool backend (``tool_backend``), built for one trial; None when it names none."""

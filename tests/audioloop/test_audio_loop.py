@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import yaml
 
+from bench.audio.noise import mix_noise
 from bench.audioloop.loop import _error_rates
-from bench.audioloop.noise import mix_noise
 from bench.cli import main
 
 CONFIG = {
@@ -91,3 +91,35 @@ def test_live_engines_without_keys_and_languages_without_a_model_are_exit_2(tmp_
     assert main([*base, "--languages", "nl"]) == 2
     assert "pocketsphinx has no model for nl" in capsys.readouterr().err
     assert not (tmp_path / "bench.sqlite").exists() or not (tmp_path / "o" / "audio-loop.json").exists()
+
+
+def test_the_loop_reports_the_pass_rate_change_per_impairment_profile(tmp_path, capsys) -> None:
+    config = _config(tmp_path)
+    out = tmp_path / "loop"
+    argv = ["audio-loop", "--config", str(config), "--languages", "en", "--limit", "2", "--out", str(out),
+            "--cache-dir", str(tmp_path / "cache"), "--no-progress", "--impairment", "pstn,speakerphone",
+            "--seed", "7"]
+    assert main(argv) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "impairment pstn: inhouse: pass rate" in printed and "impairment speakerphone: inhouse" in printed
+    result = json.loads((out / "audio-loop.json").read_text(encoding="utf-8"))
+    assert [p["profile"] for p in result["profiles"]] == ["pstn", "speakerphone"]
+    for outcome in result["profiles"]:
+        [system] = outcome["systems"]
+        assert system["n"] == 2 and system["clean_pass_rate"] is not None and system["heard_pass_rate"] is not None
+        assert system["change"] == pytest.approx(system["heard_pass_rate"] - system["clean_pass_rate"])
+        assert outcome["heard_run_id"] not in (result["heard_run_id"], result["clean_run_id"])
+        assert {r["profile"] for r in outcome["impairment"].values()} == {outcome["profile"]}
+    assert (out / "golden.heard.pstn.json").exists()
+    assert "## Pass rate per impairment profile" in (out / "audio-loop.md").read_text(encoding="utf-8")
+    # seeded: the same seed gives the same audio, so the same transcripts
+    first = json.loads((out / "audio-loop.json").read_text(encoding="utf-8"))["profiles"][0]["impairment"]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert json.loads((out / "audio-loop.json").read_text(encoding="utf-8"))["profiles"][0]["impairment"] == first
+
+
+def test_an_unknown_impairment_profile_is_exit_2(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["audio-loop", "--config", str(_config(tmp_path)), "--impairment", "tin-can"])
+    assert exited.value.code == 2 and "tin-can" in capsys.readouterr().err

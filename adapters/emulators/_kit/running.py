@@ -9,11 +9,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from adapters.emulators._kit.channel import ConversationIdentity, StampTable
 from adapters.emulators._kit.control import ControlPlane
 from adapters.emulators._kit.faults import FaultPlan
+from adapters.emulators._kit.turntaking import DEFAULT_TURN_TAKING, turn_taking_profile
 from bench.protocol import Endpoint
 
 
@@ -52,7 +53,10 @@ class VadSettings(BaseModel):
     threshold_dbfs: float = Field(default=-45.0, le=0)
     #: how fast the agent stops speaking once the caller barges in
     barge_in_reaction_ms: float = Field(default=150.0, ge=0)
+    #: speech a segment must hold before it counts (it interrupts the agent, or starts a turn)
     min_speech_ms: float = Field(default=60.0, ge=0)
+    #: whether noise-like frames (high spectral flatness: a cough, a door) count as speech
+    noise_is_speech: bool = True
 
 
 class EmulatorSettings(BaseModel):
@@ -63,8 +67,18 @@ class EmulatorSettings(BaseModel):
     latency: LatencyProfile = LatencyProfile()
     faults: FaultPlan = FaultPlan()
     vad: VadSettings = VadSettings()
+    #: the turn-taking profile (``_kit.turntaking``): sets the VAD fields not given under ``vad``
+    turn_taking: str = DEFAULT_TURN_TAKING
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
+
+    @model_validator(mode="after")
+    def _apply_turn_taking(self) -> EmulatorSettings:
+        preset = turn_taking_profile(self.turn_taking)
+        chosen = {k: v for k, v in preset.vad_fields().items() if k not in self.vad.model_fields_set}
+        if chosen:
+            self.vad = VadSettings.model_validate({**self.vad.model_dump(exclude_unset=True), **chosen})
+        return self
 
 
 class SendStamps:

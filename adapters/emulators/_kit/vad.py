@@ -3,7 +3,10 @@
 Vendors with server VAD answer a fixed time after they hear the caller stop; the emulator does the same over
 the harness's paced frames. Frames are judged 20 ms at a time by RMS level (the harness sends clean synthesized
 speech and digital silence, so a level threshold is what a telephony VAD sees); a segment ends after
-``endpointing_silence_ms`` of silence and must hold ``min_speech_ms`` of speech to count.
+``endpointing_silence_ms`` of silence and must hold ``min_speech_ms`` of speech to count. With
+``noise_is_speech`` off (a noise-robust VAD, the turn-taking profile's ``noise_interrupts``) a loud frame whose
+spectrum is flat over the voice band (300–3,400 Hz; spectral flatness above ``NOISE_FLATNESS``: a cough, a door,
+traffic) counts as silence: voiced speech has harmonics and a far lower flatness.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ class ServerVad:
     """Feed frames with ``push``; it returns the events each frame caused."""
 
     FRAME_MS = 20.0
+    #: spectral flatness (geometric / arithmetic mean of the voice-band power spectrum) above which a frame is noise
+    NOISE_FLATNESS = 0.3
 
     def __init__(self, settings: VadSettings, sample_rate: int = 24000):
         self.settings = settings
@@ -49,9 +54,21 @@ class ServerVad:
         while offset + step <= len(data):
             frame = np.frombuffer(data[offset : offset + step], dtype="<i2").astype(np.float64)
             offset += step
-            events.extend(self._frame(float(np.sqrt(np.mean(frame * frame))) if len(frame) else 0.0))
+            rms = float(np.sqrt(np.mean(frame * frame))) if len(frame) else 0.0
+            if rms >= self._threshold and not self.settings.noise_is_speech and self._noise_like(frame):
+                rms = 0.0
+            events.extend(self._frame(rms))
         self._pending = data[offset:]
         return events
+
+    def _noise_like(self, frame: np.ndarray) -> bool:
+        spectrum = np.abs(np.fft.rfft(frame * np.hanning(len(frame)))) ** 2
+        freqs = np.fft.rfftfreq(len(frame), 1.0 / self.sample_rate)
+        band = spectrum[(freqs >= 300.0) & (freqs <= 3400.0)] + 1e-12
+        if not len(band):
+            return False
+        flatness = float(np.exp(np.mean(np.log(band))) / np.mean(band))
+        return flatness > self.NOISE_FLATNESS
 
     def _frame(self, rms: float) -> list[VadEvent]:
         state = self.state
