@@ -154,19 +154,31 @@ def _error_rates(references: list[str], hypotheses: list[str]) -> tuple[float, f
 
 
 def _write_golden(path: Path, source: GoldenSet, questions: dict[str, str]) -> GoldenSet:
-    """The entries of ``questions`` copied verbatim from ``source``'s file, with their question replaced; it references
-    the source (absolute paths), so ``parallel_of`` targets outside the subset still resolve."""
-    raw = json.loads(Path(source.path).read_text(encoding="utf-8"))
-    entries = []
-    for entry in raw["entries"]:
-        if entry["id"] in questions:
-            entries.append({**entry, "phone_question": questions[entry["id"]]})
-    # the source file and the files it references resolve the subset's ``parallel_of`` targets from where the
-    # copy is written
-    origin = Path(source.path).resolve()
-    raw["references"] = [str(origin), *(str((origin.parent / r).resolve()) for r in raw.get("references", []))]
+    """The entries of ``questions`` copied verbatim from ``source``'s file (every member file when ``source`` is a
+    suite), with their question replaced; it references the source files (absolute paths), so ``parallel_of``
+    targets outside the subset still resolve."""
+    files = [Path(member.path) for member in source.members] or [Path(source.path)]
+    entries: list[dict[str, Any]] = []
+    references: list[str] = []
+    description = None
+    for file in files:
+        raw = json.loads(file.read_text(encoding="utf-8"))
+        raw_entries = raw if isinstance(raw, list) else raw.get("entries", [])
+        entries.extend({**entry, "phone_question": questions[entry["id"]]}
+                       for entry in raw_entries if entry["id"] in questions)
+        # the source file and the files it references resolve the subset's ``parallel_of`` targets from where the
+        # copy is written
+        origin = file.resolve()
+        others = raw.get("references", []) if isinstance(raw, dict) else []
+        references += [str(origin), *(str((origin.parent / r).resolve()) for r in others)]
+        if isinstance(raw, dict) and description is None:
+            description = raw.get("description")
+    subset: dict[str, Any] = {"schema_version": source.schema_version, "references": list(dict.fromkeys(references)),
+                              "entries": entries}
+    if description:
+        subset["description"] = description
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({**raw, "entries": entries}, ensure_ascii=False, indent=1), encoding="utf-8")
+    path.write_text(json.dumps(subset, ensure_ascii=False, indent=1), encoding="utf-8")
     return validate_files([path])[0]
 
 

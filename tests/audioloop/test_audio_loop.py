@@ -123,3 +123,19 @@ def test_an_unknown_impairment_profile_is_exit_2(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["audio-loop", "--config", str(_config(tmp_path)), "--impairment", "tin-can"])
     assert exited.value.code == 2 and "tin-can" in capsys.readouterr().err
+
+
+def test_the_heard_subset_of_a_suite_manifest_takes_entries_from_every_member(tmp_path) -> None:
+    from bench.audioloop.loop import _write_golden
+    from bench.dataset import validate_files
+    from bench.paths import resolve_input
+
+    suite = validate_files([resolve_input("datasets/golden_suite.json")])[0]
+    first_of_each = {}
+    for entry in suite.entries:
+        first_of_each.setdefault(entry.id.split("-")[0], entry.id)
+    chosen = {entry_id: f"heard {entry_id}" for entry_id in list(first_of_each.values())[:3]}
+    assert len(chosen) >= 2, "the suite's members should use different id prefixes"
+    subset = _write_golden(tmp_path / "golden.heard.json", suite, chosen)
+    assert {e.id: e.phone_question for e in subset.entries} == chosen
+    assert subset.schema_version == suite.schema_version
