@@ -17,13 +17,14 @@ Emulators have no recognizer: each line's transcript is queued on the emulator's
 golden runs do; speech front ends that run with an oracle transcript get the caller's lines in
 ``SessionSpec.caller_script``.
 
-``compare`` sets the replay beside the original, turn by turn: the latency delta (caller-heard against the
-original's heard latency for audio replays; a text replay's first-text latency is shown but never gated, its basis
-differs), the answer's similarity to the original (1 − word error rate, ``jiwer``, on lower-cased words without
-punctuation), the checkers' verdicts that changed (``bench.calls.scoring``), the tool calls of each side and the
+``compare`` sets the replay beside the original, turn by turn: the latency delta (the replay's caller-heard
+latency against the original's heard latency; see ``_replay_latency`` for agents without audio), the answer's
+similarity to the original (1 − word error rate, ``jiwer``, on lower-cased words without punctuation), the
+checkers' verdicts that changed (``bench.calls.scoring``), the tool calls of each side and the
 barge-in outcome. ``ReplayThresholds`` says when the replay regressed (exit 3):
 
-- ``max_latency_increase_ms`` (default 500): the median latency delta over the turns with both latencies;
+- ``max_latency_increase_ms`` (default 500): the median caller-heard latency delta over the turns where both sides
+  have one (a replayed agent that sends no audio has first-text latencies only: shown with their basis, not gated);
 - ``min_similarity`` (default 0, off): the mean answer similarity;
 - a verdict that passed in the original and fails in the replay, unless ``allow_verdict_changes``;
 - a barge-in the original agent yielded to and the replayed agent did not.
@@ -182,6 +183,21 @@ def similarity(original: str, replay: str) -> float:
     return round(max(0.0, 1.0 - float(jiwer.wer(reference, hypothesis))), 4)
 
 
+#: the latency basis a regression is judged on: the caller-heard latency of an audio replay, like the original's
+HEARD = "caller-heard (VAD on the tracks)"
+
+
+def _replay_latency(folded: dict[str, Any], input_mode: InputMode) -> tuple[str, float | None]:
+    """(basis, ms) of a replayed turn: caller-heard when the replayed agent spoke, else its first audio or text
+    (a different basis from the original's heard latency: shown, never gated)."""
+    if input_mode == "audio" and folded.get("caller_heard_ms") is not None:
+        return HEARD, folded["caller_heard_ms"]
+    for name, basis in (("ttfa_ms", "first audio"), ("ttft_ms", "first text")):
+        if folded.get(name) is not None:
+            return f"{basis} ({input_mode} replay; not gated)", folded[name]
+    return "none", None
+
+
 def _tools(calls: list[dict[str, Any]]) -> list[str]:
     return [str(c.get("name")) for c in calls]
 
@@ -204,12 +220,7 @@ def compare(call: StoredCall, replayed: list[_Replayed], *, replay_run_id: str, 
         caller = caller_utterance(turn)
         answer = str(mine.folded.get("answer") or "") if mine is not None else ""
         replay_verdicts = score_answer(turn.turn_index, answer, language, label, call.call.default_max_sentences)
-        if input_mode == "audio":
-            basis = "caller-heard (VAD on the tracks)"
-            latency = mine.folded.get("caller_heard_ms") if mine is not None else None
-        else:
-            basis = "original caller-heard vs replay first text (not gated)"
-            latency = mine.folded.get("ttft_ms") if mine is not None else None
+        basis, latency = _replay_latency(mine.folded if mine is not None else {}, input_mode)
         original_latency = turn.caller_heard_ms
         changes = [f"{name}: {_mark(before)} -> {_mark(after)}"
                    for name, before in original_verdicts.verdicts().items()
@@ -227,7 +238,7 @@ def compare(call: StoredCall, replayed: list[_Replayed], *, replay_run_id: str, 
             original_barge_in_stopped=turn.barge_in_stopped,
             replay_barge_in_stopped=mine.barge_stopped if mine is not None else None,
             replayed=mine is not None))
-    deltas = [r.latency_delta_ms for r in rows if r.latency_delta_ms is not None]
+    deltas = [r.latency_delta_ms for r in rows if r.latency_delta_ms is not None and r.latency_basis == HEARD]
     similarities = [r.similarity for r in rows if r.similarity is not None]
     comparison = ReplayComparison(
         call_id=call.call.call_id, original_run_id=call.run.run_id, replay_run_id=replay_run_id,
@@ -242,7 +253,7 @@ def compare(call: StoredCall, replayed: list[_Replayed], *, replay_run_id: str, 
 def regressions(comparison: ReplayComparison, thresholds: ReplayThresholds) -> list[str]:
     found: list[str] = []
     delta = comparison.median_latency_delta_ms
-    if comparison.input_mode == "audio" and delta is not None and delta > thresholds.max_latency_increase_ms:
+    if delta is not None and delta > thresholds.max_latency_increase_ms:
         found.append(f"median caller-heard latency {delta:+.0f} ms against the original (limit "
                      f"+{thresholds.max_latency_increase_ms:g} ms)")
     if comparison.mean_similarity is not None and comparison.mean_similarity < thresholds.min_similarity:
@@ -338,28 +349,40 @@ class CallReplay:
     async def _step(self, spec: Any, step: _Step) -> None:
         driver = self.driver
         assert driver is not None
-        text = str(step.caller.get("text", ""))
         barge = None
         if step.barge is not None:
             offset, _, barge_caller = step.barge
-            barge_text = str(barge_caller.get("text", ""))
-            barge = BargeIn(offset_ms=offset, text=barge_text, read_reply=True,
+            barge = BargeIn(offset_ms=offset, text=str(barge_caller.get("text", "")), read_reply=True,
                             speech=_segment(self.caller_track, self.sample_rate, barge_caller)
                             if self.input_mode == "audio" else b"")
-        await self._listen()
-        if self.input_mode == "audio":
-            await self._tell(spec, text)
-            if step.barge is not None:
-                await self._tell(spec, str(step.barge[2].get("text", "")))
-            exchange = await driver.audio(_segment(self.caller_track, self.sample_rate, step.caller), barge_in=barge)
-        else:
-            exchange = await driver.text(text, barge_in=barge)
+        exchange = await self._say(spec, step.caller, barge)
         result = exchange.barge_in
         self.replayed.append(_Replayed(step.turn.turn_index, fold(exchange), exchange,
                                        barge_stopped=result.stopped if result is not None else None))
-        if step.barge is not None and result is not None and result.reply is not None:
-            following = step.barge[1]
+        if step.barge is None:
+            return
+        following, barge_caller = step.barge[1], step.barge[2]
+        if result is not None and result.reply is not None:
             self.replayed.append(_Replayed(following.turn_index, fold(result.reply), result.reply))
+            return
+        # the agent gave the caller nothing to barge into (its answer ended first, or it sends no audio to
+        # interrupt): the caller says the line after it, as its next turn
+        reply = await self._say(spec, barge_caller, None, told=True)
+        self.replayed.append(_Replayed(following.turn_index, fold(reply), reply))
+
+    async def _say(self, spec: Any, caller: dict[str, Any], barge: BargeIn | None, *, told: bool = False) -> Exchange:
+        """One caller line (and a barge-in line into its answer), after the agent's audio has played out."""
+        driver = self.driver
+        assert driver is not None
+        text = str(caller.get("text", ""))
+        await self._listen()
+        if self.input_mode == "text":
+            return await driver.text(text, barge_in=barge)
+        if not told:
+            await self._tell(spec, text)
+            if barge is not None:
+                await self._tell(spec, barge.text or "")
+        return await driver.audio(_segment(self.caller_track, self.sample_rate, caller), barge_in=barge)
 
     def records(self, failure: tuple[str, str] | None) -> tuple[ConversationRecord, list[PendingArtifact]]:
         """The replay's conversation record (a turn per replayed original turn, the engine's events) and audio."""
