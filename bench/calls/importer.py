@@ -149,11 +149,12 @@ _SAFE_ID = re.compile(r"[^A-Za-z0-9._:-]+")
 
 
 def _call_id(files: CallFiles, metadata: CallMetadata, twilio_call: str | None) -> str:
-    if metadata.call_id:
-        return metadata.call_id
-    if twilio_call:
-        return twilio_call
-    name = files.source.name if files.source.is_dir() else files.source.stem
+    """The metadata's id, Twilio's call SID, else the file's or directory's name — without personal data (a file
+    named after the caller is common)."""
+    name = metadata.call_id or twilio_call or (files.source.name if files.source.is_dir() else files.source.stem)
+    clean = privacy.redact_call_text(name.replace("-", " ").replace("_", " "), metadata.names)
+    if clean != name.replace("-", " ").replace("_", " "):
+        name = clean
     return _SAFE_ID.sub("-", name).strip("-")[:128] or "call"
 
 
@@ -188,7 +189,8 @@ def load_call(files: CallFiles, *, caller_channel: Channel | None = None, langua
             raise ValidationFailed([Problem(str(files.transcript), f"turn {late}", "start",
                                             f"after the end of the recording ({tracks.duration_ms / 1000:.1f} s)")])
         utterances = align(utterances, segments)
-        note = f"transcript from {files.transcript.name} ({transcript_format})"
+        note = privacy.redact_call_text(f"transcript from {files.transcript.name} ({transcript_format})",
+                                        metadata.names)
     else:
         utterances = utterances_from_segments(segments)
         transcript_format = "machine"

@@ -1,45 +1,27 @@
 """Personal data removed from an imported call before anything of it is stored: the ONE call site.
 
-``redact_call_text(text, names)`` is applied to every transcript text and to every string of the metadata at
-import (``bench.calls.importer``), before a record is built; the store's own credential redactor runs afterwards as
-it does for every record. It calls the project's personal-data redactor ``bench.protocol.pii.redact_pii(text,
-names=...)`` (phone numbers, e-mail addresses, national numbers, dates of birth, the given names).
-
-While that module is not in the tree, only the call's own names (from its metadata) are removed, and
-``REDACTOR`` says so — it is stored with each call and shown in its report, so a call imported without the full
-redactor is visible as such.
+``redact_call_text(text, names)`` is applied to every transcript text (given or machine-made) and, through
+``redact_call_value``, to every string of the metadata (tool-call arguments, attributes) at import
+(``bench.calls.importer``), before a record is built; the store's own credential redactor runs afterwards as it
+does for every record. It is the project's personal-data redactor, ``bench.protocol.pii.redact_pii``: phone numbers
+(written and spoken), e-mail addresses, national register numbers, dates of birth, and names — the call's own
+``names`` from its metadata, the names registered with the redactor and names introduced by a cue.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
-try:
-    from bench.protocol.pii import redact_pii as _redact_pii
-except ImportError:  # the personal-data redactor is not in this tree yet
-    _redact_pii = None
+from bench.protocol.pii import redact_pii
 
-NAME_MARK = "[NAME]"
 #: what removed personal data from the stored texts (stored with every imported call)
-REDACTOR = ("bench.protocol.pii.redact_pii" if _redact_pii is not None else
-            "names from the call's metadata only (bench.protocol.pii is not installed: phone numbers, e-mail "
-            "addresses and national numbers are NOT redacted)")
-
-
-def _names_only(text: str, names: Iterable[str]) -> str:
-    for name in sorted({n.strip() for n in names if n and n.strip()}, key=len, reverse=True):
-        text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", NAME_MARK, text, flags=re.IGNORECASE)
-    return text
+REDACTOR = "bench.protocol.pii.redact_pii"
 
 
 def redact_call_text(text: str, names: Iterable[str] = ()) -> str:
     """``text`` without personal data (see the module docstring)."""
-    names = tuple(names)
-    if _redact_pii is not None:
-        return str(_redact_pii(text, names=names))
-    return _names_only(text, names)
+    return redact_pii(text, names=tuple(names))
 
 
 def redact_call_value(value: Any, names: Iterable[str] = ()) -> Any:
