@@ -224,10 +224,10 @@ def load_call(files: CallFiles, *, caller_channel: Channel | None = None, langua
 
 def _check_turns(path: Path, metadata: CallMetadata, count: int) -> None:
     """Labels and tool calls must name an exchange the call has (0 … count − 1)."""
-    problems = [Problem(str(path), f"{collection} {i}", "turn",
-                        f"the call has exchanges 0-{count - 1}, not {item.turn}")
-                for collection, items in (("labels", metadata.labels), ("tool_calls", metadata.tool_calls))
-                for i, item in enumerate(items) if item.turn >= count]
+    turns = [("labels", i, label.turn) for i, label in enumerate(metadata.labels)]
+    turns += [("tool_calls", i, call.turn) for i, call in enumerate(metadata.tool_calls)]
+    problems = [Problem(str(path), f"{collection} {i}", "turn", f"the call has exchanges 0-{count - 1}, not {turn}")
+                for collection, i, turn in turns if turn >= count]
     if problems:
         raise ValidationFailed(problems)
 

@@ -80,8 +80,9 @@ def voice_segments(caller: bytes, agent: bytes, sample_rate: int) -> TrackSegmen
 
 def utterances_from_segments(segments: TrackSegments) -> list[Utterance]:
     """Utterances from the VAD alone (no text yet)."""
-    tagged = sorted([("caller", s) for s in segments.caller] + [("agent", s) for s in segments.agent],
-                    key=lambda item: item[1].start_ms)
+    tagged: list[tuple[Speaker, SpeechSegment]] = sorted(
+        [("caller", s) for s in segments.caller] + [("agent", s) for s in segments.agent],
+        key=lambda item: item[1].start_ms)
     out: list[Utterance] = []
     for speaker, segment in tagged:
         last_same = next((u for u in reversed(out) if u.speaker == speaker), None)
@@ -91,7 +92,7 @@ def utterances_from_segments(segments: TrackSegments) -> list[Utterance]:
                 and segment.start_ms - last_same.end_ms < JOIN_GAP_MS):
             out[-1] = last_same.model_copy(update={"end_ms": max(last_same.end_ms, segment.end_ms)})
         else:
-            out.append(Utterance(speaker=speaker, start_ms=segment.start_ms, end_ms=segment.end_ms))  # type: ignore[arg-type]
+            out.append(Utterance(speaker=speaker, start_ms=segment.start_ms, end_ms=segment.end_ms))
     return out
 
 
