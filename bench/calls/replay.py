@@ -7,8 +7,9 @@ emulated system's emulator in its own process), one session is opened and every 
 
 - the agent's greeting is read when the original agent spoke first;
 - each caller utterance is played from the recorded caller track on the audio clock (``driver.audio``: paced
-  frames, the line kept open for server-VAD systems) after the agent's previous answer has played out — or, for a
-  system without audio input, sent as its transcript text (``driver.text``);
+  frames, the line kept open for server-VAD systems) after the agent's previous answer has played out and the
+  caller's original pause after the agent's speech (up to ``MAX_PAUSE_S``) — or, for a system without audio input,
+  sent as its transcript text (``driver.text``);
 - where the caller barged in, the next caller utterance is said into the agent's answer at the same offset
   (``BargeIn(offset_ms, speech, text, read_reply=True)``: the engine interrupts with the played position, measures
   whether and when the agent stopped, and reads the agent's answer to the barge-in line).
@@ -20,8 +21,8 @@ golden runs do; speech front ends that run with an oracle transcript get the cal
 ``compare`` sets the replay beside the original, turn by turn: the latency delta (the replay's caller-heard
 latency against the original's heard latency; see ``_replay_latency`` for agents without audio), the answer's
 similarity to the original (1 − word error rate, ``jiwer``, on lower-cased words without punctuation), the
-checkers' verdicts that changed (``bench.calls.scoring``), the tool calls of each side and the
-barge-in outcome. ``ReplayThresholds`` says when the replay regressed (exit 3):
+checkers' verdicts that changed (``bench.calls.scoring``), the tool calls of each side, talk-over and the barge-in
+outcome. ``ReplayThresholds`` says when the replay regressed (exit 3):
 
 - ``max_latency_increase_ms`` (default 500): the median caller-heard latency delta over the turns where both sides
   have one (a replayed agent that sends no audio has first-text latencies only: shown with their basis, not gated);
@@ -66,6 +67,8 @@ from bench.store.writer import PendingArtifact
 InputMode = Literal["audio", "text"]
 #: how long the replay waits for an agent that spoke first in the original to greet
 GREETING_WAIT_S = 5.0
+#: the longest pause of the original caller before a line that the replay keeps
+MAX_PAUSE_S = 3.0
 #: the stored event that carries a replay's comparison
 COMPARISON_EVENT = "replay.comparison"
 
@@ -141,6 +144,8 @@ class TurnComparison(BaseModel):
     verdict_changes: list[str] = Field(default_factory=list)
     original_tools: list[str] = Field(default_factory=list)
     replay_tools: list[str] = Field(default_factory=list)
+    original_talk_over_ms: float | None = None
+    replay_talk_over_ms: float | None = None
     original_barge_in_stopped: bool | None = None
     replay_barge_in_stopped: bool | None = None
     replayed: bool = True
@@ -235,6 +240,8 @@ def compare(call: StoredCall, replayed: list[_Replayed], *, replay_run_id: str, 
             original_verdicts=original_verdicts, replay_verdicts=replay_verdicts, verdict_changes=changes,
             original_tools=_tools(turn.tool_calls), replay_tools=_tools(mine.folded.get("tool_calls", []))
             if mine is not None else [],
+            original_talk_over_ms=turn.talk_over_ms,
+            replay_talk_over_ms=mine.folded.get("talk_over_ms") if mine is not None else None,
             original_barge_in_stopped=turn.barge_in_stopped,
             replay_barge_in_stopped=mine.barge_stopped if mine is not None else None,
             replayed=mine is not None))
@@ -304,14 +311,24 @@ class CallReplay:
         if self.input_mode == "audio" and emulator is not None and token is not None:
             await emulator.expect_utterance(token, text)  # the emulator's test-double recognizer
 
-    async def _listen(self) -> None:
-        """The caller hears the agent out before its next line (as in the original, where it waited its turn)."""
+    def _pause_s(self, caller: dict[str, Any]) -> float:
+        """How long the original caller waited after the agent's last speech before this line (at most
+        ``MAX_PAUSE_S``; 0 when it spoke into the agent's speech)."""
+        start = float(caller.get("start_ms", 0.0))
+        ends = [u.end_ms for u in self.call.call.utterances if u.speaker == "agent" and u.start_ms < start]
+        if not ends or max(ends) >= start:
+            return 0.0
+        return min(MAX_PAUSE_S, (start - max(ends)) / 1000.0)
+
+    async def _listen(self, caller: dict[str, Any]) -> None:
+        """The caller hears the agent out, then pauses as long as it did in the original before its line."""
         driver = self.driver
         if driver is None or driver.recorder is None:
             return
         end = driver.recorder.playback_end()
         if end is not None and end > now():
             await asyncio.sleep(min(30.0, end - now()))
+        await asyncio.sleep(self._pause_s(caller))
 
     async def run(self) -> None:
         system = self.launched.config
@@ -375,7 +392,7 @@ class CallReplay:
         driver = self.driver
         assert driver is not None
         text = str(caller.get("text", ""))
-        await self._listen()
+        await self._listen(caller)
         if self.input_mode == "text":
             return await driver.text(text, barge_in=barge)
         if not told:

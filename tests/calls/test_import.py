@@ -188,3 +188,35 @@ def test_imported_run_report_through_the_report_command(imported: Path, capsys: 
     csv = (html.parent / "calls.csv").read_text(encoding="utf-8")
     assert csv.splitlines()[0].startswith("call_id,system_id,turn")
 
+
+
+def _mulaw_stereo_wav(caller: bytes, agent: bytes, rate: int) -> bytes:
+    """A G.711 μ-law stereo WAV (format tag 7), as phone platforms export."""
+    import struct
+
+    import numpy as np
+
+    from bench.protocol.audio import g711_encode
+
+    left, right = np.frombuffer(g711_encode(caller, "mulaw"), np.uint8), np.frombuffer(g711_encode(agent, "mulaw"),
+                                                                                          np.uint8)
+    data = np.empty(len(left) * 2, np.uint8)
+    data[0::2], data[1::2] = left, right
+    fmt = struct.pack("<HHIIHH", 7, 2, rate, rate * 2, 2, 8)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + \
+        data.tobytes()
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def test_a_mulaw_8khz_phone_recording_gives_the_same_measures(tmp_path: Path, synthetic_call: SyntheticCall) -> None:
+    from bench.audio.pcm import resample_pcm16
+
+    caller, agent = (resample_pcm16(track.tobytes(), 24000, 8000) for track in (synthetic_call.caller,
+                                                                                  synthetic_call.agent))
+    (tmp_path / "phone.wav").write_bytes(_mulaw_stereo_wav(caller, agent, 8000))
+    synthetic_call.write_transcript(tmp_path / "phone.transcript.json")
+    assert main(["calls", "import", str(tmp_path / "phone.wav"),
+                 "--store", str(tmp_path / "reports" / "bench.sqlite")]) == 0
+    stored = _stored(tmp_path, "phone")
+    assert "mulaw" in stored.call.audio and "8000 Hz" in stored.call.audio
+    _check_measures(stored, _truth(synthetic_call))
