@@ -46,6 +46,7 @@ from pydantic import BaseModel, Field
 
 from bench import __version__
 from bench.audio.recorder import DuplexRecorder
+from bench.calls import privacy
 from bench.calls.recording import read_wav
 from bench.calls.scoring import TurnVerdicts, score_answer
 from bench.calls.stored import REPLAY_KEY, StoredCall
@@ -223,7 +224,8 @@ def compare(call: StoredCall, replayed: list[_Replayed], *, replay_run_id: str, 
                                          call.call.default_max_sentences)
         mine = by_turn.get(turn.turn_index)
         caller = caller_utterance(turn)
-        answer = str(mine.folded.get("answer") or "") if mine is not None else ""
+        # the original's texts were redacted at import: the replay's are compared (and kept) the same way
+        answer = privacy.redact_call_text(str(mine.folded.get("answer") or "")) if mine is not None else ""
         replay_verdicts = score_answer(turn.turn_index, answer, language, label, call.call.default_max_sentences)
         basis, latency = _replay_latency(mine.folded if mine is not None else {}, input_mode)
         original_latency = turn.caller_heard_ms
@@ -421,10 +423,27 @@ class CallReplay:
             status="failed" if failure else "succeeded", failure_code=failure[0] if failure else None,
             failure_reason=redact(failure[1]) if failure else None, started_at=started, finished_at=finished,
             turns=turns, events=stored_events(list(stamps), self.origin))
+        _redact_record(record)
         artifacts = []
         if self.driver is not None and self.driver.recorder is not None:
             artifacts.append(PendingArtifact("audio", self.driver.recorder.wav, "audio/wav"))
         return record, artifacts
+
+
+def _redact_record(record: ConversationRecord) -> None:
+    """What the system said and heard (a live vendor's own transcript of the caller's audio) through the same
+    personal-data redactor as the imported call, before the store sees it: the texts only (answers, timelines,
+    tool arguments, event details, the failure), never ids or times."""
+    for turn in record.turns:
+        turn.answer = privacy.redact_call_text(turn.answer)
+        turn.retrieved_context = [privacy.redact_call_text(c) for c in turn.retrieved_context]
+        turn.tool_calls = [privacy.redact_call_value(c) for c in turn.tool_calls]
+        for item in turn.timeline:
+            item.detail = privacy.redact_call_value(item.detail)
+    for event in record.events:
+        event.detail = privacy.redact_call_value(event.detail)
+    if record.failure_reason:
+        record.failure_reason = privacy.redact_call_text(record.failure_reason)
 
 
 async def replay_call(call: StoredCall, config: RunConfig, system_id: str, store: Store, reports_dir: Path, *,

@@ -77,3 +77,23 @@ def test_similarity_is_one_minus_word_error_rate() -> None:
     assert similarity("Tuesday morning it is.", "tuesday morning, it is") == 1.0
     assert similarity("a b c d", "a b x d") == 0.75
     assert similarity("", "") == 1.0 and similarity("words", "") == 0.0
+
+
+def test_what_the_replayed_system_says_is_redacted_before_it_is_stored() -> None:
+    from bench.calls.replay import _redact_record
+    from bench.records import TimelineEvent, TurnRecord
+    from bench.store import ConversationRecord
+    from bench.store.sqlite import StoredEvent
+
+    said = "Call us on zero four seven five, one two, three four, five six, Maria Jansen."
+    turn = TurnRecord(run_id="r", system_id="s", entry_id="c/turn-001", status="succeeded", answer=said,
+                      timeline=[TimelineEvent(t_ms=1.0, type="transcript", detail={"role": "user", "text": said})],
+                      tool_calls=[{"name": "book", "arguments": {"phone": "0475 12 34 56"}}])
+    record = ConversationRecord(run_id="r", system_id="s", conversation_id="c", status="succeeded",
+                                started_at="2026-12-06T08:00:00.000+00:00", finished_at="2026-12-06T08:01:00.000+00:00",
+                                turns=[turn], events=[StoredEvent(seq=1, t_ms=1.0, type="text_delta",
+                                                                  detail={"text": said})])
+    _redact_record(record)
+    dumped = record.model_dump_json()
+    assert "seven five" not in dumped and "0475" not in dumped and "[PHONE]" in record.turns[0].answer
+    assert record.started_at == "2026-12-06T08:00:00.000+00:00"  # ids and times are not texts: kept
