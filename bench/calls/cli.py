@@ -63,7 +63,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from bench.calls.replay import ComparisonTable, ReplayThresholds, replay_call
+    from bench.calls.replay import ReplayThresholds, comparison_lines, replay_call
     from bench.calls.stored import find_call
     from bench.config import DEFAULT_CONFIG, load_config
     from bench.paths import resolve_input, resolve_output
@@ -90,7 +90,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
             config_source=str(config_path)))
     finally:
         store.close()
-    for line in ComparisonTable(comparison).render():
+    for line in comparison_lines(comparison):
         print(line)
     if args.json:
         out = resolve_output(args.json)

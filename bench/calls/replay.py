@@ -37,7 +37,7 @@ import asyncio
 import re
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -508,31 +508,24 @@ def stored_comparison(store: Store, run: RunInfo) -> list[ReplayComparison]:
     return found
 
 
-@dataclass
-class ComparisonTable:
-    """The comparison as printed lines."""
-
-    comparison: ReplayComparison
-    lines: list[str] = field(default_factory=list)
-
-    def render(self) -> list[str]:
-        c = self.comparison
-        emulated = " (EMULATED)" if c.emulated else ""
-        out = [f"replay {c.replay_run_id} of call {c.call_id} (run {c.original_run_id}) on {c.system_id}{emulated}, "
-               f"{c.input_mode} input"]
-        for row in c.turns:
-            if not row.replayed:
-                out.append(f"  turn {row.turn}: not replayed")
-                continue
-            latency = (f"{row.original_latency_ms:.0f} -> {row.replay_latency_ms:.0f} ms "
-                       f"({row.latency_delta_ms:+.0f})" if row.latency_delta_ms is not None else "latency n/a")
-            similar = f"similarity {row.similarity:.2f}" if row.similarity is not None else "similarity n/a"
-            changes = f"; verdicts {', '.join(row.verdict_changes)}" if row.verdict_changes else ""
-            tools = (f"; tools {row.original_tools} -> {row.replay_tools}"
-                     if row.original_tools or row.replay_tools else "")
-            out.append(f"  turn {row.turn}: {latency}; {similar}{changes}{tools}")
-        delta = f"{c.median_latency_delta_ms:+.0f} ms" if c.median_latency_delta_ms is not None else "n/a"
-        similar = f"{c.mean_similarity:.2f}" if c.mean_similarity is not None else "n/a"
-        out.append(f"  median latency delta {delta}; mean similarity {similar}")
-        out += [f"REGRESSION: {r}" for r in c.regressions]
-        return out
+def comparison_lines(c: ReplayComparison) -> list[str]:
+    """The comparison as the lines ``voice-bench calls replay`` prints."""
+    emulated = " (EMULATED)" if c.emulated else ""
+    out = [f"replay {c.replay_run_id} of call {c.call_id} (run {c.original_run_id}) on {c.system_id}{emulated}, "
+           f"{c.input_mode} input"]
+    for row in c.turns:
+        if not row.replayed:
+            out.append(f"  turn {row.turn}: not replayed")
+            continue
+        latency = (f"{row.original_latency_ms:.0f} -> {row.replay_latency_ms:.0f} ms "
+                   f"({row.latency_delta_ms:+.0f})" if row.latency_delta_ms is not None else "latency n/a")
+        similar = f"similarity {row.similarity:.2f}" if row.similarity is not None else "similarity n/a"
+        changes = f"; verdicts {', '.join(row.verdict_changes)}" if row.verdict_changes else ""
+        tools = (f"; tools {row.original_tools} -> {row.replay_tools}"
+                 if row.original_tools or row.replay_tools else "")
+        out.append(f"  turn {row.turn}: {latency}; {similar}{changes}{tools}")
+    delta = f"{c.median_latency_delta_ms:+.0f} ms" if c.median_latency_delta_ms is not None else "n/a"
+    similar = f"{c.mean_similarity:.2f}" if c.mean_similarity is not None else "n/a"
+    out.append(f"  median latency delta {delta}; mean similarity {similar}")
+    out += [f"REGRESSION: {r}" for r in c.regressions]
+    return out
