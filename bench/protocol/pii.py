@@ -932,6 +932,12 @@ def enabled() -> bool:
     return _enabled
 
 
+def registered() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The registered names and dates of birth (to hand to another process's ``configure``)."""
+    with _lock:
+        return tuple(sorted(_names)), tuple(sorted(_dates))
+
+
 def default_redactor() -> PiiRedactor:
     """The redactor with every registered name and date of birth."""
     global _default
