@@ -16,6 +16,7 @@ agent quoting the switchboard keeps its answer). In a structure, a value under a
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -117,6 +118,18 @@ def _register_public_contacts() -> int:
             contacts.extend(pii.public_contacts_in(path.read_text(encoding="utf-8", errors="replace")))
     pii.configure(public_contacts=contacts)
     return len(contacts)
+
+
+def pseudonym(label: str, identifier: str) -> str:
+    """``identifier`` when it names no one, else ``label-`` and 8 hex digits of its SHA-256 (stable across runs and
+    resumes, different for different people): for ids that are stored and exported as keys ("Sofie-Jansen" in a
+    conversation id), where a ``[NAME]`` marker would make two people one."""
+    if not pii.enabled():
+        return identifier
+    spaced = identifier.replace("-", " ").replace("_", " ")
+    if _pii(spaced) == spaced and _pii(identifier) == identifier:
+        return identifier
+    return f"{label}-{hashlib.sha256(identifier.encode('utf-8')).hexdigest()[:8]}"
 
 
 def _pii(text: str) -> str:

@@ -24,7 +24,7 @@ from bench.config import SystemConfig
 from bench.engine.registry import REGISTRY, create_adapter, plugin_of, register
 from bench.engine.scheduler import check_capabilities
 from bench.errors import BenchError, ConfigError, Problem, ValidationFailed
-from bench.privacy import configure_from, register_data
+from bench.privacy import configure_from, pseudonym, register_data
 from bench.protocol.plugin import AdapterPlugin
 from bench.protocol.redact import MARKER, is_secret_name, redact, redact_value
 from bench.simulation import assets
@@ -76,8 +76,9 @@ class Cell:
 
     @property
     def id(self) -> str:
-        persona = self.persona.slug if self.persona else "no-persona"
-        return f"{self.scenario.id}__{persona}__{self.environment_name}__{self.data_name}"
+        persona = pseudonym("persona", self.persona.slug) if self.persona else "no-persona"
+        # ids are stored and exported as they are: a part that names a person is replaced by a stable pseudonym
+        return f"{self.scenario.id}__{persona}__{self.environment_name}__{pseudonym('data', self.data_name)}"
 
     @property
     def barge_in(self) -> bool:
