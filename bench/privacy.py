@@ -109,13 +109,20 @@ def register_data(data: Any) -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def _register_public_contacts() -> int:
-    """The shipped knowledge base's own phone numbers and e-mail addresses, registered as public (once)."""
+def public_contacts() -> tuple[str, ...]:
+    """The phone numbers and e-mail addresses the shipped knowledge base publishes (the hospital's own)."""
     folder = Path(__file__).resolve().parent / "data" / "knowledge_base"
-    contacts: list[str] = []
+    contacts: set[str] = set()
     for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
         if path.is_file() and path.suffix in (".md", ".txt", ".json"):
-            contacts.extend(pii.public_contacts_in(path.read_text(encoding="utf-8", errors="replace")))
+            contacts.update(pii.public_contacts_in(path.read_text(encoding="utf-8", errors="replace")))
+    return tuple(sorted(contacts))
+
+
+@functools.lru_cache(maxsize=1)
+def _register_public_contacts() -> int:
+    """``public_contacts`` registered with the personal-data redactor (once)."""
+    contacts = public_contacts()
     pii.configure(public_contacts=contacts)
     return len(contacts)
 

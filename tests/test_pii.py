@@ -184,3 +184,27 @@ def test_large_and_hostile_inputs_finish(make) -> None:
     text = make(200_000)
     redacted = PiiRedactor(names=["Anke Peeters"]).redact(text)
     assert isinstance(redacted, str)
+
+
+@pytest.mark.parametrize("text, found", [
+    ("Is that Mr. Wauters?", [("name", "Wauters")]),
+    ("Ja, voor mijn ouders Jef en Mieke.", [("name", "Jef"), ("name", "Mieke")]),
+    ("Il paziente si chiama Giulio Rota.", [("name", "Giulio Rota")]),
+    ("I was born in 1978, if that helps.", [("date_of_birth", "1978")]),
+    ("geboren op achttien augustus negentien achtenzeventig", [("date_of_birth", "achttien augustus negentien "
+                                                                                "achtenzeventig")]),
+    ("my email is jan.peeters at gmail.com", [("email", "jan.peeters at gmail.com")]),
+    ("elle est née le 2 août", [("date_of_birth", "2 août")]),
+])
+def test_more_phrasings(text: str, found: list[tuple[str, str]]) -> None:
+    assert kinds(text) == found
+
+
+@pytest.mark.parametrize("text", [
+    "Is het Dafalgan of Perdolan dat ik mag nemen?",
+    "Kom ik binnen langs de Kloosterstraat?",
+    "Is de cafetaria open met Kerstmis?",
+    "The hospital opened in 1978.",
+])
+def test_medicines_streets_holidays_and_other_years_are_not_personal(text: str) -> None:
+    assert kinds(text) == []

@@ -133,6 +133,20 @@ def _lexicon() -> dict[tuple[str, ...], tuple[int, bool]]:
             add(spoken_year.replace(" ", ""), value)  # nl "negentienhonderdzevenentachtig"
         for value in range(1, 32):
             add(num2words(value, lang=language, to="ordinal"), value, ordinal=True)
+    # years as people say them: "negentien achtenzeventig", "dix-neuf cent soixante-dix-huit",
+    # "mille novecento settantotto", "duemila tre"
+    for value in range(1900, 2100):
+        century, rest = divmod(value, 100)
+        if century == 19 and rest:
+            add(f"negentien {num2words(rest, lang='nl')}", value)
+            add(f"negentien{num2words(rest, lang='nl')}", value)
+            add(f"dix-neuf cent {num2words(rest, lang='fr')}", value)
+            add(f"mille novecento {num2words(rest, lang='it')}", value)
+            add(f"millenovecento {num2words(rest, lang='it')}", value)
+        elif century == 20 and rest:
+            add(f"tweeduizend {num2words(rest, lang='nl')}", value)
+            add(f"duemila {num2words(rest, lang='it')}", value)
+            add(f"twenty {num2words(rest, lang='en')}", value)
     for word, value in _ZERO_WORDS.items():
         lexicon.setdefault((word,), (value, False))
     lexicon[("premiere",)] = (1, True)
@@ -340,12 +354,13 @@ def _phone_matcher_spans(text: str, public: frozenset[str] = frozenset()) -> lis
 
 _EMAIL = re.compile(r"[\w.%+\-]{1,64}@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,6}")
 _EMAIL_LOCAL_CHAR = re.compile(r"[\w.%+\-]")
-_AT_WORDS = frozenset({"at", "apenstaartje", "arobase", "arrobase", "arobas", "chiocciola", "chiocciolina"})
+_AT_WORDS = frozenset({"at", "apenstaartje", "apestaartje", "apenstaart", "arobase", "arrobase", "arobas",
+                       "arroba", "chiocciola", "chiocciolina", "atsign"})
 _DOT_WORDS = frozenset({"dot", "punt", "point", "punto"})
 _JOIN_WORDS = _DOT_WORDS | frozenset({"underscore", "dash", "hyphen", "trattino", "tiret", "streepje",
                                       "liggend", "sottolineato", "minus"})
 _TLDS = frozenset({"com", "be", "nl", "fr", "it", "eu", "net", "org", "de", "lu", "uk", "info", "biz", "edu",
-                   "gov", "io", "ch", "at", "es", "co"})
+                   "gov", "io", "ch", "at", "es", "co", "me", "pro", "tv", "cc", "ai", "app", "online"})
 
 
 def _email_spans(text: str, tokens: Sequence[_Token]) -> list[PiiSpan]:
@@ -361,14 +376,14 @@ def _email_spans(text: str, tokens: Sequence[_Token]) -> list[PiiSpan]:
         at = text.find("@", at + 1)
     for index, token in enumerate(tokens):
         if token.folded in _AT_WORDS and index > 0:
-            right = _spoken_domain_end(tokens, index + 1)
+            right = _spoken_domain_end(text, tokens, index + 1)
             if right is not None:
-                left = _spoken_local_start(tokens, index - 1)
+                left = _spoken_local_start(text, tokens, index - 1)
                 spans.append(PiiSpan("email", tokens[left].start, tokens[right].end))
     return spans
 
 
-def _spoken_domain_end(tokens: Sequence[_Token], index: int) -> int | None:
+def _spoken_domain_end(text: str, tokens: Sequence[_Token], index: int) -> int | None:
     """The last token of a spoken domain starting at ``index`` ("gmail dot com", "telenet punt be"), if it is one:
     words joined by dot words, ending in a known top-level domain."""
     last: int | None = None
@@ -381,15 +396,24 @@ def _spoken_domain_end(tokens: Sequence[_Token], index: int) -> int | None:
                 last = position + 2
             position += 2
             continue
+        if position + 1 < len(tokens) and text[tokens[position].end:tokens[position + 1].start] == ".":
+            if tokens[position + 1].folded in _TLDS:  # "gmail.com" written in a spoken address
+                last = position + 1
+            position += 1
+            continue
         break
     return last
 
 
-def _spoken_local_start(tokens: Sequence[_Token], index: int) -> int:
+def _spoken_local_start(text: str, tokens: Sequence[_Token], index: int) -> int:
     """The first token of a spoken local part ending at ``index``: words or letters spelled one by one, joined by
-    dot/underscore/dash words."""
+    dot/underscore/dash words (or a written dot, underscore or dash)."""
     position = index
     while True:
+        if position >= 1 and text[tokens[position - 1].end:tokens[position].start] in (".", "_", "-") \
+                and index - position < 40:
+            position -= 1
+            continue
         while position > 0 and len(tokens[position].folded) == 1 and len(tokens[position - 1].folded) == 1 \
                 and index - position < 40:
             position -= 1  # letters spelled one by one form one word
@@ -421,6 +445,8 @@ _BIRTH_CUE = re.compile(
     r"born|birth|\bdob\b|\bd\.o\.b|\bnee?\b|\bnee?s?\s+le\b|naissance|\bnat[oaie]\b|nascita|geboren|geboorte|"
     r"verjaardag|anniversaire|compleanno|jarig")
 _CUE_WINDOW = 80
+_BORN_IN = re.compile(r"(?:born|geboren|nee?|nat[oa]|annee|jaar|year|anno)\s+(?:in|en|nel|op|on)?\s*"
+                      r"(?:l'an\s+|het jaar\s+|the year\s+)?$")
 _NUMERIC_DATE = re.compile(r"(?<![\d.,/-])(\d{1,2})([./-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)")
 _ISO_DATE = re.compile(r"(?<![\d.,/-])(\d{4})-(\d{2})-(\d{2})(?![\d-]|T\d)")  # not a timestamp
 
@@ -470,6 +496,11 @@ def _full_year(year: int, written_digits: int) -> int:
         return year
     this_year = _dt.date.today().year % 100
     return 2000 + year if year <= this_year else 1900 + year
+
+
+def _fold_same_length(text: str) -> str:
+    """Lower case without accents, one character for one (offsets stay valid): ``né`` → ``ne``."""
+    return "".join((unicodedata.normalize("NFKD", c)[:1] or c).lower()[:1] or c for c in text)
 
 
 def _birth_context(folded_text: str, window_start: int, start: int, end: int) -> bool:
@@ -562,6 +593,13 @@ def _spoken_dates(text: str, tokens: Sequence[_Token], numbers: Sequence[_Number
         if year is not None:
             year_value = _full_year(year.value, len(year.digits))
         dates.append(_Date(tokens[first_token].start, tokens[last_token].end, year_value, month, day.value, False))
+    # a year alone right after a birth cue ("born in 1978", "geboren in negentienachtenzeventig", "nato nel 1978")
+    for number in numbers:
+        if not 1900 <= number.value <= _dt.date.today().year or number.ordinal:
+            continue
+        before = _fold_same_length(text[max(0, tokens[number.first].start - 20):tokens[number.first].start])
+        if _BORN_IN.search(before):
+            dates.append(_Date(tokens[number.first].start, tokens[number.last].end, number.value, 1, 1, True))
     # bare spoken triples: day month year as three numbers in a row ("negen, negen, negenenvijftig")
     for first, second, third in zip(numbers, numbers[1:], numbers[2:], strict=False):
         if not (_continues(text, tokens, first, second) and _continues(text, tokens, second, third)):
@@ -579,7 +617,7 @@ def _spoken_dates(text: str, tokens: Sequence[_Token], numbers: Sequence[_Number
 
 def _date_of_birth_spans(text: str, tokens: Sequence[_Token], numbers: Sequence[_Number],
                          known: frozenset[tuple[int, int, int]], written: Sequence[_Date]) -> list[PiiSpan]:
-    folded = text.casefold()
+    folded = _fold_same_length(text)
     this_year = _dt.date.today().year
     spans = []
     dates = sorted([*written, *_spoken_dates(text, tokens, numbers)])
@@ -592,6 +630,8 @@ def _date_of_birth_spans(text: str, tokens: Sequence[_Token], numbers: Sequence[
         # a full date of an earlier year is a birth date in a hospital call (appointments are not dated with years);
         # this year's dates (a baby's, or today's in a log line) need a cue
         full_past = date.year is not None and 1900 <= date.year < this_year and not date.bare
+        if date.bare and date.month == 1 and date.day == 1 and date.end - date.start <= 40 and not in_context:
+            in_context = bool(_BORN_IN.search(folded[max(0, date.start - 20):date.start]))
         if is_known or in_context or full_past:
             spans.append(PiiSpan("date_of_birth", date.start, date.end))
     return spans
@@ -617,7 +657,15 @@ _NAME_CUES: tuple[tuple[str, ...], ...] = tuple(tuple(cue.split()) for cue in (
     # it
     "mi chiamo", "chiamo", "sono", "e", "nome e", "cognome e", "il mio nome e", "signora", "signor", "signore",
     "signorina", "sig", "sig.ra", "dottor", "dottore", "dottoressa", "dott", "e lei", "lei e", "dire a",
+    # surnames and first names said as such; speaking on behalf of someone
+    "surname is", "last name is", "first name is", "family name is", "achternaam is", "voornaam is",
+    "familienaam is", "nom de famille est", "prenom est", "mon prenom c'est", "nom c'est", "cognome", "nome",
+    "si chiama", "s'appelle", "il s'appelle", "elle s'appelle", "hij heet", "zij heet", "ze heet", "namens",
+    "on behalf of", "de la part de", "da parte di", "spreek ik met", "u spreekt met", "je parle a", "parlo con",
+    "ici", "hier is", "qui e", "name", "naam", "nom", "prenom", "voornaam", "achternaam", "surname",
 ))
+#: cue words that are abbreviations: a dot may follow them ("Mr. Peeters", "Dr. Janssens", "Mevr. Claes")
+_ABBREVIATED_CUES = frozenset({"mr", "mrs", "ms", "dr", "mevr", "dhr", "mme", "mlle", "sig", "dott", "prof", "st"})
 #: between a cue and the name: a space, maybe a colon or a comma ("my name is: Jan", "c'est, euh")
 _CUE_GAP = re.compile(r"[:,]?[ \t]{1,3}")
 _CUES_BY_LAST_WORD: dict[str, list[tuple[str, ...]]] = {}
@@ -632,7 +680,12 @@ _RELATIVES = frozenset({
     "maman", "pere", "fils", "fille", "mari", "femme", "epouse", "epoux", "compagnon", "compagne", "frere", "soeur",
     "sœur", "oncle", "ami", "amie", "voisin", "voisine", "grand-mere", "grand-pere", "madre", "mamma", "padre",
     "figlio", "figlia", "marito", "moglie", "compagno", "compagna", "nonna", "nonno", "fratello", "sorella",
-    "zia", "zio", "amico", "amica", "nipote", "paziente", "bambino", "bambina"})
+    "zia", "zio", "amico", "amica", "nipote", "paziente", "bambino", "bambina", "parents", "ouders", "genitori",
+    "children", "kids", "kinderen", "enfants", "figli", "grandparents", "grootouders", "nonni", "twins", "tweeling",
+    "jumeaux", "gemelli", "cousin", "neef", "nicht", "cousine", "cugino", "cugina", "stepson", "stepdaughter",
+    "stiefzoon", "stiefdochter", "schoonzoon", "schoondochter", "schoonvader", "gendre", "belle-fille",
+    "beau-pere", "belle-mere", "suocera", "suocero", "genero", "nuora", "fiancee", "fiance", "verloofde",
+    "fidanzato", "fidanzata", "buurman", "buurvrouw", "vicino", "vicina", "collega", "collegue"})
 _AFTER_NAME_CUES = frozenset({"here", "speaking", "hier", "ici"})
 #: capitalised words that follow a cue but are not names (greetings, places, days, months, departments, roles)
 _NOT_NAMES = frozenset({
@@ -652,9 +705,30 @@ _NOT_NAMES = frozenset({
     "j'ai"}) | frozenset(_MONTHS)
 
 
+#: endings of place names: a street, a square or a campus is not a person
+_PLACE_ENDINGS = ("straat", "laan", "baan", "vest", "weg", "plein", "steenweg", "lei", "dreef", "kaai", "markt",
+                  "singel", "hof", "park", "dijk", "berg", "veld", "strasse")
+#: capitalised words of a hospital call that are not people: holidays, common medicines, departments
+_NOT_NAME_WORDS = frozenset({
+    "christmas", "easter", "kerstmis", "kerst", "pasen", "pinksteren", "noel", "paques", "natale", "pasqua",
+    "ramadan", "xarelto", "marcoumar", "coumadin", "sintrom", "eliquis", "pradaxa", "lixiana", "dafalgan",
+    "doliprane", "perdolan", "paracetamol", "aspirine", "aspirin", "aspirina", "asaflow",
+    "cardioaspirine", "brufen", "nurofen", "ibuprofen", "ibuprofene", "tachipirina", "moment", "metformin",
+    "metformine", "insuline", "insulin", "insulina", "ventolin", "augmentin", "amoxicilline", "amoxicillin",
+    "amoxicillina", "lasix", "tradonal", "contramal", "medrol", "motilium", "imodium", "buscopan",
+    "pantomed", "nexium", "omeprazole", "omeprazol", "lipitor", "crestor", "zocor", "cardiologie",
+    "cardiologia", "dermatologie", "dermatologia", "orthopedie", "ortopedia", "pediatrie", "pediatria",
+    "neurologie", "neurologia", "radiologie", "radiologia", "gynaecologie", "gynecologie", "ginecologia",
+    "oftalmologie", "ophtalmologie", "oftalmologia", "oncologie", "oncologia", "geriatrie", "geriatria",
+    "maternity", "materniteit", "maternite", "maternita", "urgences", "spoedgevallen", "emergency", "radiology",
+    "covid", "corona", "google", "whatsapp", "teams", "zoom", "itsme", "mycarenet", "outlook", "gmail",
+    "hotmail", "telenet", "proximus", "skynet", "yahoo"})
+
+
 def _is_capitalised(token: _Token) -> bool:
     first = token.text[0]
-    return first.isupper() and len(token.text) >= 2 and not token.text.isupper() and token.folded not in _NOT_NAMES
+    return (first.isupper() and len(token.text) >= 2 and not token.text.isupper() and token.folded not in _NOT_NAMES
+            and token.folded not in _NOT_NAME_WORDS and not token.folded.endswith(_PLACE_ENDINGS))
 
 
 def _name_extent(text: str, tokens: Sequence[_Token], index: int, known: frozenset[str]) -> int:
@@ -704,8 +778,10 @@ def _name_spans(text: str, tokens: Sequence[_Token], known_parts: frozenset[str]
                 text[tokens[index - 1].end:token.start]):
             starts.add(index)
             continue
-        cues = _CUES_BY_LAST_WORD.get(tokens[index - 1].folded, ()) if index > 0 and _CUE_GAP.fullmatch(
-            text[tokens[index - 1].end:token.start]) else ()
+        gap = text[tokens[index - 1].end:token.start] if index > 0 else ""
+        cue_word = tokens[index - 1].folded if index > 0 else ""
+        fits = bool(_CUE_GAP.fullmatch(gap)) or (cue_word in _ABBREVIATED_CUES and gap in (". ", "."))
+        cues = _CUES_BY_LAST_WORD.get(cue_word, ()) if fits else ()
         for cue in cues:
             if index >= len(cue) and tuple(t.folded for t in tokens[index - len(cue):index]) == cue:
                 if cue in (("for",), ("is",), ("e",), ("met",), ("tell",)) and not _cue_is_tight(text, tokens,
@@ -723,6 +799,10 @@ def _name_spans(text: str, tokens: Sequence[_Token], known_parts: frozenset[str]
         end = _name_extent(text, tokens, index, known_parts)
         for position in range(index, end + 1):
             if tokens[position].folded not in _PARTICLES:
+                found_parts.add(tokens[position].folded)
+        # a second person joined to the first: "my parents Jan and Marie", "Pierre et Sophie"
+        if end + 2 < len(tokens) and tokens[end + 1].folded in _CONJUNCTIONS and _is_capitalised(tokens[end + 2]):
+            for position in range(end + 2, _name_extent(text, tokens, end + 2, known_parts) + 1):
                 found_parts.add(tokens[position].folded)
     # every other capitalised occurrence of a name found (and the capitalised words following it)
     all_parts = frozenset(found_parts)
@@ -756,6 +836,7 @@ def _cue_is_tight(text: str, tokens: Sequence[_Token], index: int) -> bool:
 
 #: "Kevin with a K", "Karel met een K", "Kévin avec un accent", "Jacopo con la J"
 _SPELLING_CUES = frozenset({"with", "met", "avec", "con"})
+_CONJUNCTIONS = frozenset({"and", "en", "et", "e", "or", "of", "ou", "o"})
 
 
 _SPELLED = re.compile(r"(?<![^\W\d_])[^\W\d_](?:[ \-.]{1,3}[^\W\d_](?![^\W\d_])){2,60}")
