@@ -124,7 +124,7 @@ def _lexicon() -> dict[tuple[str, ...], tuple[int, bool]]:
             bare = tuple(t for t in key if t != "and")
             lexicon.setdefault(bare, (value, ordinal))
 
-    for language in _LANGUAGES:
+    for language in (*_LANGUAGES, "fr_BE"):  # Belgian French: septante, nonante
         for value in list(range(0, 1000)) + list(range(1900, 2100)):
             add(num2words(value, lang=language), value)
         for value in range(1900, 2100):
@@ -320,7 +320,10 @@ def _digit_run_spans(text: str, tokens: Sequence[_Token], run: Sequence[_Number]
             start += 1
             continue
         end, kind = best
-        spans.append(PiiSpan(kind, tokens[run[start].first].start, tokens[run[end].last].end))
+        first = run[start].first
+        if first > 0 and tokens[first - 1].folded == "plus":  # "plus thirty-two ..." belongs to the number
+            first -= 1
+        spans.append(PiiSpan(kind, tokens[first].start, tokens[run[end].last].end))
         start = end + 1
     return spans
 
@@ -663,6 +666,11 @@ _NAME_CUES: tuple[tuple[str, ...], ...] = tuple(tuple(cue.split()) for cue in (
     "si chiama", "s'appelle", "il s'appelle", "elle s'appelle", "hij heet", "zij heet", "ze heet", "namens",
     "on behalf of", "de la part de", "da parte di", "spreek ik met", "u spreekt met", "je parle a", "parlo con",
     "ici", "hier is", "qui e", "name", "naam", "nom", "prenom", "voornaam", "achternaam", "surname",
+    # greetings and thanks that address someone ("Hello Sarah", "Dag Jan", "Merci Pierre", "Grazie Marco")
+    "hello", "hi", "hey", "dear", "morning", "afternoon", "evening", "thanks", "thank you", "bye", "goodbye",
+    "dag", "hallo", "hoi", "dag", "goedemorgen", "goedemiddag", "goedenavond", "bedankt", "dank u", "dank je",
+    "daag", "bonjour", "bonsoir", "salut", "merci", "au revoir", "ciao", "buongiorno", "buonasera", "salve",
+    "grazie", "arrivederci",
 ))
 #: cue words that are abbreviations: a dot may follow them ("Mr. Peeters", "Dr. Janssens", "Mevr. Claes")
 _ABBREVIATED_CUES = frozenset({"mr", "mrs", "ms", "dr", "mevr", "dhr", "mme", "mlle", "sig", "dott", "prof", "st"})
@@ -702,7 +710,7 @@ _NOT_NAMES = frozenset({
     "mijn", "my", "mon", "ma", "mio", "mia", "ik", "je", "io", "u", "vous", "lei", "what", "wat", "quoi", "cosa",
     "covid", "mri", "mr", "mrs", "dr", "nurse", "doctor", "dokter", "docteur", "dottore", "madame", "monsieur",
     "mevrouw", "meneer", "signora", "signore", "signor", "i'm", "i'll", "i've", "i'd", "c'est",
-    "j'ai"}) | frozenset(_MONTHS)
+    "j'ai"}) | frozenset(m for m in _MONTHS if len(m) > 4)  # "Jan", "Mai" are also first names
 
 
 #: endings of place names: a street, a square or a campus is not a person
@@ -725,10 +733,29 @@ _NOT_NAME_WORDS = frozenset({
     "hotmail", "telenet", "proximus", "skynet", "yahoo"})
 
 
+#: function words that start a sentence or a question after a greeting ("Hello, Is this ...", "Bonjour, Est-ce")
+_FUNCTION_WORDS = frozenset([
+    "is", "are", "was", "were", "be", "can", "could", "would", "will", "shall", "should", "may", "might", "must",
+    "do", "does", "did", "have", "has", "had", "what", "where", "when", "who", "whom", "which", "why", "how",
+    "there", "here", "yes", "yeah", "no", "not", "please", "sorry", "okay", "well", "so", "but", "and", "or", "if",
+    "then", "also", "just", "only", "still", "kan", "kunt", "kun", "mag", "moet", "wil", "wilt", "zou", "zal", "is",
+    "was", "ben", "bent", "zijn", "heb", "hebt", "heeft", "wat", "waar", "wanneer", "wie", "welke", "waarom", "hoe",
+    "daar", "hier", "ja", "nee", "niet", "graag", "sorry", "oké", "dus", "maar", "en", "of", "als", "dan", "ook",
+    "nog", "al", "even", "toch", "zo", "er", "het", "dat", "dit", "die", "deze", "est", "es", "suis", "sont",
+    "etait", "peux", "peut", "pouvez", "puis", "dois", "doit", "veux", "voulez", "quoi", "ou", "quand", "qui",
+    "quel", "quelle", "pourquoi", "comment", "la", "ici", "oui", "non", "pas", "merci", "pardon", "donc", "mais",
+    "et", "si", "alors", "aussi", "encore", "deja", "bien", "tres", "ce", "cet", "cette", "ces", "ca", "cela", "e",
+    "sono", "era", "posso", "puo", "puoi", "potete", "devo", "deve", "voglio", "vuole", "cosa", "dove", "quando",
+    "chi", "quale", "perche", "come", "qui", "li", "si", "no", "non", "grazie", "scusi", "scusa", "quindi", "ma",
+    "ed", "se", "allora", "anche", "ancora", "gia", "bene", "molto", "questo", "questa", "quello", "quella", "che",
+])
+
+
 def _is_capitalised(token: _Token) -> bool:
     first = token.text[0]
     return (first.isupper() and len(token.text) >= 2 and not token.text.isupper() and token.folded not in _NOT_NAMES
-            and token.folded not in _NOT_NAME_WORDS and not token.folded.endswith(_PLACE_ENDINGS))
+            and token.folded not in _NOT_NAME_WORDS and token.folded not in _FUNCTION_WORDS
+            and not token.folded.endswith(_PLACE_ENDINGS))
 
 
 def _name_extent(text: str, tokens: Sequence[_Token], index: int, known: frozenset[str]) -> int:
@@ -814,6 +841,11 @@ def _name_spans(text: str, tokens: Sequence[_Token], known_parts: frozenset[str]
             continue
         end = _name_extent(text, tokens, index, all_parts)
         start = _particle_start(tokens, index, text)
+        # a capitalised first name just before ("Sean O'Brien" once "O'Brien" is known)
+        while start > 0 and start > covered_to + 1 and index - start < 3 and _is_capitalised(tokens[start - 1]) \
+                and re.fullmatch(r"[ \-]{1,2}", text[tokens[start - 1].end:tokens[start].start]) \
+                and not _CUES_BY_LAST_WORD.get(tokens[start - 1].folded):
+            start -= 1
         spans.append(PiiSpan("name", tokens[start].start, tokens[end].end))
         covered_to = end
     spans.extend(_spelled_name_spans(text, found_parts))
