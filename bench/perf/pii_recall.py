@@ -11,12 +11,15 @@ labelled characters inside some prediction: how much of the personal data is act
 from __future__ import annotations
 
 import argparse
+import random
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from bench.privacy import public_contacts
 from bench.protocol.pii import KINDS, PiiRedactor, PiiSpan
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "pii"
@@ -92,12 +95,43 @@ def table(name: str, counts: dict[str, Counter]) -> str:
     return "\n".join(lines)
 
 
+#: a megabyte of ordinary call text and of inputs built to make backtracking patterns explode
+SPEED_INPUTS = {
+    "call transcript": lambda n: ("Hello, my name is Jan Peeters, my number is 0475 12 34 56 and I was born on "
+                                  "3 May 1980. Can I book cardiology on Tuesday morning? ") * (n // 130),
+    "digits '1 1 1'": lambda n: "1 " * (n // 2),
+    "digits '1.1.1'": lambda n: "1." * (n // 2),
+    "letters 'a a a'": lambda n: "a " * (n // 2),
+    "'a@a@a@'": lambda n: "a@" * (n // 2),
+    "'a.a.a…@'": lambda n: "a." * (n // 2) + "@",
+    "'x at x at'": lambda n: "x at " * (n // 5),
+    "'Van Van Van'": lambda n: "Van " * (n // 4),
+    "'twenty one …'": lambda n: "twenty one " * (n // 11),
+    "control characters": lambda n: "".join(chr(c) for c in random.Random(7).choices(range(32), k=n)),
+}
+
+
+def speed(size: int = 1_000_000) -> None:
+    """Seconds the redactor takes on ``size`` characters of each input (one run each)."""
+    redactor = PiiRedactor(names=["Anke Peeters"])
+    redactor.spans("warm-up: 0475 12 34 56, born 3 May 1980")
+    print(f"\nspeed on {size:,} characters (one run each; wall clock, this machine as loaded as it is):")
+    for name, make in SPEED_INPUTS.items():
+        text = make(size)
+        started = time.perf_counter()
+        found = len(redactor.spans(text))
+        print(f"  {name:<22}{time.perf_counter() - started:>8.2f} s   {found} findings")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=("dev", "heldout", "both"), default="both")
     parser.add_argument("--errors", action="store_true", help="print every miss and false finding (dev only)")
+    parser.add_argument("--speed", action="store_true", help="also time a megabyte of each hostile input")
     args = parser.parse_args(argv)
-    redactor = PiiRedactor()  # no names or dates from data: the set's names are found from cues alone
+    # as the harness runs it: no names or dates from data (the set's names are found from cues alone), the
+    # hospital's own published numbers and addresses left alone
+    redactor = PiiRedactor(public_contacts=public_contacts())
     splits = ("dev", "heldout") if args.split == "both" else (args.split,)
     print(__doc__.split("\n\n")[1].replace("\n", " "))
     for split in splits:
@@ -109,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         counts = score(items, redactor, show_errors=args.errors and split == "dev")
         print()
         print(table(f"{split}: {len(items)} utterances ({path.name})", counts))
+    if args.speed:
+        speed()
     return 0
 
 

@@ -124,7 +124,7 @@ def _lexicon() -> dict[tuple[str, ...], tuple[int, bool]]:
             bare = tuple(t for t in key if t != "and")
             lexicon.setdefault(bare, (value, ordinal))
 
-    for language in _LANGUAGES:
+    for language in (*_LANGUAGES, "fr_BE"):  # Belgian French: septante, nonante
         for value in list(range(0, 1000)) + list(range(1900, 2100)):
             add(num2words(value, lang=language), value)
         for value in range(1900, 2100):
@@ -133,6 +133,20 @@ def _lexicon() -> dict[tuple[str, ...], tuple[int, bool]]:
             add(spoken_year.replace(" ", ""), value)  # nl "negentienhonderdzevenentachtig"
         for value in range(1, 32):
             add(num2words(value, lang=language, to="ordinal"), value, ordinal=True)
+    # years as people say them: "negentien achtenzeventig", "dix-neuf cent soixante-dix-huit",
+    # "mille novecento settantotto", "duemila tre"
+    for value in range(1900, 2100):
+        century, rest = divmod(value, 100)
+        if century == 19 and rest:
+            add(f"negentien {num2words(rest, lang='nl')}", value)
+            add(f"negentien{num2words(rest, lang='nl')}", value)
+            add(f"dix-neuf cent {num2words(rest, lang='fr')}", value)
+            add(f"mille novecento {num2words(rest, lang='it')}", value)
+            add(f"millenovecento {num2words(rest, lang='it')}", value)
+        elif century == 20 and rest:
+            add(f"tweeduizend {num2words(rest, lang='nl')}", value)
+            add(f"duemila {num2words(rest, lang='it')}", value)
+            add(f"twenty {num2words(rest, lang='en')}", value)
     for word, value in _ZERO_WORDS.items():
         lexicon.setdefault((word,), (value, False))
     lexicon[("premiere",)] = (1, True)
@@ -203,7 +217,7 @@ def _numbers(text: str, tokens: Sequence[_Token]) -> list[_Number]:
 
 
 #: what may stand between two groups of one spoken or written number: separators and short fillers
-_GROUP_GAP = re.compile(r"[\s,.;:/\-–()]{0,6}")
+_GROUP_GAP = re.compile(r"[ \t,.;/\-–()]{0,6}")
 
 
 def _number_runs(text: str, tokens: Sequence[_Token], numbers: Sequence[_Number]) -> list[list[_Number]]:
@@ -246,9 +260,12 @@ def is_national_register_number(digits: str) -> bool:
     return check in (97 - body % 97, 97 - int("2" + digits[:9]) % 97)
 
 
-def _valid_phone(digits: str, plus: bool) -> bool:
+@functools.lru_cache(maxsize=4096)
+def _valid_phone(digits: str, plus: bool) -> str | None:
+    """The E.164 form of ``digits`` if they are a valid phone number (dialled with ``+``/``00``/``32``, or
+    nationally in one of ``NATIONAL_REGIONS``), else None."""
     if len(digits) < 8 or len(digits) > 17:
-        return False
+        return None
     candidates: list[tuple[str, str | None]] = []
     if plus:
         candidates.append(("+" + digits, None))
@@ -259,22 +276,21 @@ def _valid_phone(digits: str, plus: bool) -> bool:
     elif digits.startswith("32"):
         candidates.append(("+" + digits, None))
     else:
-        return False
+        return None
     for number, region in candidates:
         try:
             parsed = phonenumbers.parse(number, region)
         except phonenumbers.NumberParseException:
             continue
-        if phonenumbers.is_valid_number(parsed):
-            return True
-        # a number dialled with its country code whose range the library does not list (new or reserved ranges)
-        if region is None and len(digits) >= 10 and phonenumbers.is_possible_number(parsed) \
-                and parsed.country_code != 32:
-            return True
-    return False
+        # a number dialled with its country code may be in a range the library does not list (new or reserved)
+        if phonenumbers.is_valid_number(parsed) or (region is None and len(digits) >= 10 and parsed.country_code != 32
+                                                    and phonenumbers.is_possible_number(parsed)):
+            return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+    return None
 
 
-def _digit_run_spans(text: str, tokens: Sequence[_Token], run: Sequence[_Number]) -> list[PiiSpan]:
+def _digit_run_spans(text: str, tokens: Sequence[_Token], run: Sequence[_Number],
+                     public: frozenset[str] = frozenset()) -> list[PiiSpan]:
     """National register numbers and phone numbers inside one run of numbers (the longest valid one at each start;
     a start is tried only where a number begins)."""
     spans: list[PiiSpan] = []
@@ -293,13 +309,21 @@ def _digit_run_spans(text: str, tokens: Sequence[_Token], run: Sequence[_Number]
                 break
             if is_national_register_number(digits) and not digits.startswith("0" * 3):
                 best = (end, "national_id")
-            elif _valid_phone(digits, plus):
-                best = (end, "phone")
+                continue
+            e164 = _valid_phone(digits, plus)
+            if e164 is not None:
+                best = (end, "public" if e164 in public else "phone")
+        if best is not None and best[1] == "public":  # the hospital's own number, said by the agent: not personal
+            start = best[0] + 1
+            continue
         if best is None:
             start += 1
             continue
         end, kind = best
-        spans.append(PiiSpan(kind, tokens[run[start].first].start, tokens[run[end].last].end))
+        first = run[start].first
+        if first > 0 and tokens[first - 1].folded == "plus":  # "plus thirty-two ..." belongs to the number
+            first -= 1
+        spans.append(PiiSpan(kind, tokens[first].start, tokens[run[end].last].end))
         start = end + 1
     return spans
 
@@ -314,13 +338,15 @@ def _break_between(text: str, tokens: Sequence[_Token], previous: _Number, numbe
     return "," in gap or ";" in gap or number.first - previous.last > 1
 
 
-def _phone_matcher_spans(text: str) -> list[PiiSpan]:
+def _phone_matcher_spans(text: str, public: frozenset[str] = frozenset()) -> list[PiiSpan]:
     """Numbers the ``phonenumbers`` matcher finds (region BE; international with ``+``), leaving out a piece of a
     longer digit structure (a register number with a wrong checksum is not a phone number)."""
     spans = []
     for match in phonenumbers.PhoneNumberMatcher(text, "BE", leniency=phonenumbers.Leniency.VALID):
         if _CONTINUES_LEFT.search(text[max(0, match.start - 2):match.start]) \
                 or _CONTINUES_RIGHT.match(text[match.end:match.end + 2]):
+            continue
+        if phonenumbers.format_number(match.number, phonenumbers.PhoneNumberFormat.E164) in public:
             continue
         spans.append(PiiSpan("phone", match.start, match.end))
     return spans
@@ -330,34 +356,37 @@ def _phone_matcher_spans(text: str) -> list[PiiSpan]:
 # e-mail addresses
 
 _EMAIL = re.compile(r"[\w.%+\-]{1,64}@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,6}")
-_AT_WORDS = frozenset({"at", "apenstaartje", "arobase", "arrobase", "arobas", "chiocciola", "chiocciolina"})
+_EMAIL_LOCAL_CHAR = re.compile(r"[\w.%+\-]")
+_AT_WORDS = frozenset({"at", "apenstaartje", "apestaartje", "apenstaart", "arobase", "arrobase", "arobas",
+                       "arroba", "chiocciola", "chiocciolina", "atsign"})
 _DOT_WORDS = frozenset({"dot", "punt", "point", "punto"})
 _JOIN_WORDS = _DOT_WORDS | frozenset({"underscore", "dash", "hyphen", "trattino", "tiret", "streepje",
                                       "liggend", "sottolineato", "minus"})
 _TLDS = frozenset({"com", "be", "nl", "fr", "it", "eu", "net", "org", "de", "lu", "uk", "info", "biz", "edu",
-                   "gov", "io", "ch", "at", "es", "co"})
+                   "gov", "io", "ch", "at", "es", "co", "me", "pro", "tv", "cc", "ai", "app", "online"})
 
 
 def _email_spans(text: str, tokens: Sequence[_Token]) -> list[PiiSpan]:
     spans: list[PiiSpan] = []
     at = text.find("@")
     while at >= 0:
-        window_start = max(0, at - 64)
-        for match in _EMAIL.finditer(text, window_start, min(len(text), at + 400)):
-            if match.start() <= at < match.end():
-                spans.append(PiiSpan("email", match.start(), match.end()))
-                break
+        left = at
+        while left > 0 and at - left < 64 and _EMAIL_LOCAL_CHAR.match(text, left - 1):
+            left -= 1
+        match = _EMAIL.match(text, left, min(len(text), at + 400)) if left < at else None
+        if match:
+            spans.append(PiiSpan("email", match.start(), match.end()))
         at = text.find("@", at + 1)
     for index, token in enumerate(tokens):
         if token.folded in _AT_WORDS and index > 0:
-            right = _spoken_domain_end(tokens, index + 1)
+            right = _spoken_domain_end(text, tokens, index + 1)
             if right is not None:
-                left = _spoken_local_start(tokens, index - 1)
+                left = _spoken_local_start(text, tokens, index - 1)
                 spans.append(PiiSpan("email", tokens[left].start, tokens[right].end))
     return spans
 
 
-def _spoken_domain_end(tokens: Sequence[_Token], index: int) -> int | None:
+def _spoken_domain_end(text: str, tokens: Sequence[_Token], index: int) -> int | None:
     """The last token of a spoken domain starting at ``index`` ("gmail dot com", "telenet punt be"), if it is one:
     words joined by dot words, ending in a known top-level domain."""
     last: int | None = None
@@ -370,15 +399,24 @@ def _spoken_domain_end(tokens: Sequence[_Token], index: int) -> int | None:
                 last = position + 2
             position += 2
             continue
+        if position + 1 < len(tokens) and text[tokens[position].end:tokens[position + 1].start] == ".":
+            if tokens[position + 1].folded in _TLDS:  # "gmail.com" written in a spoken address
+                last = position + 1
+            position += 1
+            continue
         break
     return last
 
 
-def _spoken_local_start(tokens: Sequence[_Token], index: int) -> int:
+def _spoken_local_start(text: str, tokens: Sequence[_Token], index: int) -> int:
     """The first token of a spoken local part ending at ``index``: words or letters spelled one by one, joined by
-    dot/underscore/dash words."""
+    dot/underscore/dash words (or a written dot, underscore or dash)."""
     position = index
     while True:
+        if position >= 1 and text[tokens[position - 1].end:tokens[position].start] in (".", "_", "-") \
+                and index - position < 40:
+            position -= 1
+            continue
         while position > 0 and len(tokens[position].folded) == 1 and len(tokens[position - 1].folded) == 1 \
                 and index - position < 40:
             position -= 1  # letters spelled one by one form one word
@@ -410,8 +448,42 @@ _BIRTH_CUE = re.compile(
     r"born|birth|\bdob\b|\bd\.o\.b|\bnee?\b|\bnee?s?\s+le\b|naissance|\bnat[oaie]\b|nascita|geboren|geboorte|"
     r"verjaardag|anniversaire|compleanno|jarig")
 _CUE_WINDOW = 80
+_BORN_IN = re.compile(r"(?:born|geboren|nee?|nat[oa]|annee|jaar|year|anno)\s+(?:in|en|nel|op|on)?\s*"
+                      r"(?:l'an\s+|het jaar\s+|the year\s+)?$")
 _NUMERIC_DATE = re.compile(r"(?<![\d.,/-])(\d{1,2})([./-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-]|\.\d)")
-_ISO_DATE = re.compile(r"(?<![\d.,/-])(\d{4})-(\d{2})-(\d{2})(?![\d-])")
+_ISO_DATE = re.compile(r"(?<![\d.,/-])(\d{4})-(\d{2})-(\d{2})(?![\d-]|T\d)")  # not a timestamp
+
+
+class _Clock(NamedTuple):
+    start: int
+    end: int
+
+
+_CLOCK = re.compile(r"(?<![\d.,:/-])(?:[01]?\d|2[0-3])(?:[:h]|\s?u\s?)[0-5]\d(?![\d:/-]|\.\d)")
+
+
+def _clock_times(text: str) -> list[_Clock]:
+    """Times of day written "08:30", "11h20", "10u30": opening hours are not phone numbers."""
+    if ":" not in text and "h" not in text and "u" not in text:
+        return []
+    return [_Clock(m.start(), m.end()) for m in _CLOCK.finditer(text)]
+
+
+def _outside(numbers: Sequence[_Number], tokens: Sequence[_Token], taken: Sequence[Any]) -> list[_Number]:
+    """``numbers`` that do not start inside one of the ``taken`` stretches (written dates and times)."""
+    if not taken:
+        return list(numbers)
+    starts = sorted((t.start, t.end) for t in taken)
+    kept: list[_Number] = []
+    cursor = 0
+    for number in numbers:
+        position = tokens[number.first].start
+        while cursor < len(starts) and starts[cursor][1] <= position:
+            cursor += 1
+        if cursor < len(starts) and starts[cursor][0] <= position < starts[cursor][1]:
+            continue
+        kept.append(number)
+    return kept
 
 
 def _valid_date(year: int, month: int, day: int) -> bool:
@@ -427,6 +499,11 @@ def _full_year(year: int, written_digits: int) -> int:
         return year
     this_year = _dt.date.today().year % 100
     return 2000 + year if year <= this_year else 1900 + year
+
+
+def _fold_same_length(text: str) -> str:
+    """Lower case without accents, one character for one (offsets stay valid): ``né`` → ``ne``."""
+    return "".join((unicodedata.normalize("NFKD", c)[:1] or c).lower()[:1] or c for c in text)
 
 
 def _birth_context(folded_text: str, window_start: int, start: int, end: int) -> bool:
@@ -464,6 +541,7 @@ def _spoken_dates(text: str, tokens: Sequence[_Token], numbers: Sequence[_Number
     """Dates with a month name ("23 December 1938", "the 9th of December 1984", "September twenty-fifth, two
     thousand and three", "quindici gennaio duemilauno") and bare spoken triples ("nine nine fifty-nine")."""
     by_first = {number.first: number for number in numbers}
+    by_last = {number.last: number for number in numbers}
     dates: list[_Date] = []
 
     def skip_fillers(position: int, limit: int = 2) -> int:
@@ -494,14 +572,14 @@ def _spoken_dates(text: str, tokens: Sequence[_Token], numbers: Sequence[_Number
             candidate = index - back
             if candidate < 0:
                 break
-            found = next((n for n in numbers if n.last == candidate), None)
+            found = by_last.get(candidate)
             if found is not None and day_at(found.first) is not None:
                 day = found
                 break
             if tokens[candidate].folded not in _DATE_FILLER:
                 break
         first_token = day.first if day is not None else index
-        if day is not None and first_token > 0 and tokens[first_token - 1].folded in ("the", "le", "il") \
+        if day is not None and first_token > 0 and tokens[first_token - 1].folded == "the" \
                 and text[tokens[first_token - 1].end:tokens[first_token].start].strip() == "":
             first_token -= 1
         after = skip_fillers(index + 1)
@@ -518,6 +596,13 @@ def _spoken_dates(text: str, tokens: Sequence[_Token], numbers: Sequence[_Number
         if year is not None:
             year_value = _full_year(year.value, len(year.digits))
         dates.append(_Date(tokens[first_token].start, tokens[last_token].end, year_value, month, day.value, False))
+    # a year alone right after a birth cue ("born in 1978", "geboren in negentienachtenzeventig", "nato nel 1978")
+    for number in numbers:
+        if not 1900 <= number.value <= _dt.date.today().year or number.ordinal:
+            continue
+        before = _fold_same_length(text[max(0, tokens[number.first].start - 20):tokens[number.first].start])
+        if _BORN_IN.search(before):
+            dates.append(_Date(tokens[number.first].start, tokens[number.last].end, number.value, 1, 1, True))
     # bare spoken triples: day month year as three numbers in a row ("negen, negen, negenenvijftig")
     for first, second, third in zip(numbers, numbers[1:], numbers[2:], strict=False):
         if not (_continues(text, tokens, first, second) and _continues(text, tokens, second, third)):
@@ -535,7 +620,7 @@ def _spoken_dates(text: str, tokens: Sequence[_Token], numbers: Sequence[_Number
 
 def _date_of_birth_spans(text: str, tokens: Sequence[_Token], numbers: Sequence[_Number],
                          known: frozenset[tuple[int, int, int]], written: Sequence[_Date]) -> list[PiiSpan]:
-    folded = text.casefold()
+    folded = _fold_same_length(text)
     this_year = _dt.date.today().year
     spans = []
     dates = sorted([*written, *_spoken_dates(text, tokens, numbers)])
@@ -545,7 +630,11 @@ def _date_of_birth_spans(text: str, tokens: Sequence[_Token], numbers: Sequence[
         # a birth cue belongs to the nearest date after it: "born 02/11/1954, and the appointment is on 14 March"
         in_context = _birth_context(folded, max(previous_end, date.start - _CUE_WINDOW), date.start, date.end)
         previous_end = max(previous_end, date.end)
-        full_past = date.year is not None and 1900 <= date.year <= this_year and not date.bare
+        # a full date of an earlier year is a birth date in a hospital call (appointments are not dated with years);
+        # this year's dates (a baby's, or today's in a log line) need a cue
+        full_past = date.year is not None and 1900 <= date.year < this_year and not date.bare
+        if date.bare and date.month == 1 and date.day == 1 and date.end - date.start <= 40 and not in_context:
+            in_context = bool(_BORN_IN.search(folded[max(0, date.start - 20):date.start]))
         if is_known or in_context or full_past:
             spans.append(PiiSpan("date_of_birth", date.start, date.end))
     return spans
@@ -571,7 +660,25 @@ _NAME_CUES: tuple[tuple[str, ...], ...] = tuple(tuple(cue.split()) for cue in (
     # it
     "mi chiamo", "chiamo", "sono", "e", "nome e", "cognome e", "il mio nome e", "signora", "signor", "signore",
     "signorina", "sig", "sig.ra", "dottor", "dottore", "dottoressa", "dott", "e lei", "lei e", "dire a",
+    # surnames and first names said as such; speaking on behalf of someone
+    "surname is", "last name is", "first name is", "family name is", "achternaam is", "voornaam is",
+    "familienaam is", "nom de famille est", "prenom est", "mon prenom c'est", "nom c'est", "cognome", "nome",
+    "si chiama", "s'appelle", "il s'appelle", "elle s'appelle", "hij heet", "zij heet", "ze heet", "namens",
+    "on behalf of", "de la part de", "da parte di", "spreek ik met", "u spreekt met", "je parle a", "parlo con",
+    "ici", "hier is", "qui e", "name", "naam", "nom", "prenom", "voornaam", "achternaam", "surname",
+    # greetings and thanks that address someone ("Hello Sarah", "Dag Jan", "Merci Pierre", "Grazie Marco")
+    "hello", "hi", "hey", "dear", "morning", "afternoon", "evening", "thanks", "thank you", "bye", "goodbye",
+    "dag", "hallo", "hoi", "dag", "goedemorgen", "goedemiddag", "goedenavond", "bedankt", "dank u", "dank je",
+    "daag", "bonjour", "bonsoir", "salut", "merci", "au revoir", "ciao", "buongiorno", "buonasera", "salve",
+    "grazie", "arrivederci",
 ))
+#: cue words that are abbreviations: a dot may follow them ("Mr. Peeters", "Dr. Janssens", "Mevr. Claes")
+_ABBREVIATED_CUES = frozenset({"mr", "mrs", "ms", "dr", "mevr", "dhr", "mme", "mlle", "sig", "dott", "prof", "st"})
+#: between a cue and the name: a space, maybe a colon or a comma ("my name is: Jan", "c'est, euh")
+_CUE_GAP = re.compile(r"[:,]?[ \t]{1,3}")
+_CUES_BY_LAST_WORD: dict[str, list[tuple[str, ...]]] = {}
+for _cue in _NAME_CUES:
+    _CUES_BY_LAST_WORD.setdefault(_cue[-1], []).append(_cue)
 _RELATIVES = frozenset({
     "mother", "mum", "mom", "father", "dad", "son", "daughter", "husband", "wife", "partner", "gran", "granny",
     "grandma", "grandmother", "grandad", "granddad", "grandpa", "grandfather", "brother", "sister", "aunt",
@@ -581,8 +688,13 @@ _RELATIVES = frozenset({
     "maman", "pere", "fils", "fille", "mari", "femme", "epouse", "epoux", "compagnon", "compagne", "frere", "soeur",
     "sœur", "oncle", "ami", "amie", "voisin", "voisine", "grand-mere", "grand-pere", "madre", "mamma", "padre",
     "figlio", "figlia", "marito", "moglie", "compagno", "compagna", "nonna", "nonno", "fratello", "sorella",
-    "zia", "zio", "amico", "amica", "nipote", "paziente", "bambino", "bambina"})
-_AFTER_NAME_CUES = frozenset({"here", "speaking", "hier", "ici", "qui", "calling"})
+    "zia", "zio", "amico", "amica", "nipote", "paziente", "bambino", "bambina", "parents", "ouders", "genitori",
+    "children", "kids", "kinderen", "enfants", "figli", "grandparents", "grootouders", "nonni", "twins", "tweeling",
+    "jumeaux", "gemelli", "cousin", "neef", "nicht", "cousine", "cugino", "cugina", "stepson", "stepdaughter",
+    "stiefzoon", "stiefdochter", "schoonzoon", "schoondochter", "schoonvader", "gendre", "belle-fille",
+    "beau-pere", "belle-mere", "suocera", "suocero", "genero", "nuora", "fiancee", "fiance", "verloofde",
+    "fidanzato", "fidanzata", "buurman", "buurvrouw", "vicino", "vicina", "collega", "collegue"})
+_AFTER_NAME_CUES = frozenset({"here", "speaking", "hier", "ici"})
 #: capitalised words that follow a cue but are not names (greetings, places, days, months, departments, roles)
 _NOT_NAMES = frozenset({
     "i", "hello", "hi", "yes", "no", "ok", "okay", "sorry", "thanks", "please", "ja", "nee", "oui", "non", "si",
@@ -598,12 +710,52 @@ _NOT_NAMES = frozenset({
     "mijn", "my", "mon", "ma", "mio", "mia", "ik", "je", "io", "u", "vous", "lei", "what", "wat", "quoi", "cosa",
     "covid", "mri", "mr", "mrs", "dr", "nurse", "doctor", "dokter", "docteur", "dottore", "madame", "monsieur",
     "mevrouw", "meneer", "signora", "signore", "signor", "i'm", "i'll", "i've", "i'd", "c'est",
-    "j'ai"}) | frozenset(_MONTHS)
+    "j'ai"}) | frozenset(m for m in _MONTHS if len(m) > 4)  # "Jan", "Mai" are also first names
+
+
+#: endings of place names: a street, a square or a campus is not a person
+_PLACE_ENDINGS = ("straat", "laan", "baan", "vest", "weg", "plein", "steenweg", "lei", "dreef", "kaai", "markt",
+                  "singel", "hof", "park", "dijk", "berg", "veld", "strasse")
+#: capitalised words of a hospital call that are not people: holidays, common medicines, departments
+_NOT_NAME_WORDS = frozenset({
+    "christmas", "easter", "kerstmis", "kerst", "pasen", "pinksteren", "noel", "paques", "natale", "pasqua",
+    "ramadan", "xarelto", "marcoumar", "coumadin", "sintrom", "eliquis", "pradaxa", "lixiana", "dafalgan",
+    "doliprane", "perdolan", "paracetamol", "aspirine", "aspirin", "aspirina", "asaflow",
+    "cardioaspirine", "brufen", "nurofen", "ibuprofen", "ibuprofene", "tachipirina", "moment", "metformin",
+    "metformine", "insuline", "insulin", "insulina", "ventolin", "augmentin", "amoxicilline", "amoxicillin",
+    "amoxicillina", "lasix", "tradonal", "contramal", "medrol", "motilium", "imodium", "buscopan",
+    "pantomed", "nexium", "omeprazole", "omeprazol", "lipitor", "crestor", "zocor", "cardiologie",
+    "cardiologia", "dermatologie", "dermatologia", "orthopedie", "ortopedia", "pediatrie", "pediatria",
+    "neurologie", "neurologia", "radiologie", "radiologia", "gynaecologie", "gynecologie", "ginecologia",
+    "oftalmologie", "ophtalmologie", "oftalmologia", "oncologie", "oncologia", "geriatrie", "geriatria",
+    "maternity", "materniteit", "maternite", "maternita", "urgences", "spoedgevallen", "emergency", "radiology",
+    "covid", "corona", "google", "whatsapp", "teams", "zoom", "itsme", "mycarenet", "outlook", "gmail",
+    "hotmail", "telenet", "proximus", "skynet", "yahoo"})
+
+
+#: function words that start a sentence or a question after a greeting ("Hello, Is this ...", "Bonjour, Est-ce")
+_FUNCTION_WORDS = frozenset([
+    "is", "are", "was", "were", "be", "can", "could", "would", "will", "shall", "should", "may", "might", "must",
+    "do", "does", "did", "have", "has", "had", "what", "where", "when", "who", "whom", "which", "why", "how",
+    "there", "here", "yes", "yeah", "no", "not", "please", "sorry", "okay", "well", "so", "but", "and", "or", "if",
+    "then", "also", "just", "only", "still", "kan", "kunt", "kun", "mag", "moet", "wil", "wilt", "zou", "zal", "is",
+    "was", "ben", "bent", "zijn", "heb", "hebt", "heeft", "wat", "waar", "wanneer", "wie", "welke", "waarom", "hoe",
+    "daar", "hier", "ja", "nee", "niet", "graag", "sorry", "oké", "dus", "maar", "en", "of", "als", "dan", "ook",
+    "nog", "al", "even", "toch", "zo", "er", "het", "dat", "dit", "die", "deze", "est", "es", "suis", "sont",
+    "etait", "peux", "peut", "pouvez", "puis", "dois", "doit", "veux", "voulez", "quoi", "ou", "quand", "qui",
+    "quel", "quelle", "pourquoi", "comment", "la", "ici", "oui", "non", "pas", "merci", "pardon", "donc", "mais",
+    "et", "si", "alors", "aussi", "encore", "deja", "bien", "tres", "ce", "cet", "cette", "ces", "ca", "cela", "e",
+    "sono", "era", "posso", "puo", "puoi", "potete", "devo", "deve", "voglio", "vuole", "cosa", "dove", "quando",
+    "chi", "quale", "perche", "come", "qui", "li", "si", "no", "non", "grazie", "scusi", "scusa", "quindi", "ma",
+    "ed", "se", "allora", "anche", "ancora", "gia", "bene", "molto", "questo", "questa", "quello", "quella", "che",
+])
 
 
 def _is_capitalised(token: _Token) -> bool:
     first = token.text[0]
-    return first.isupper() and len(token.text) >= 2 and not token.text.isupper() and token.folded not in _NOT_NAMES
+    return (first.isupper() and len(token.text) >= 2 and not token.text.isupper() and token.folded not in _NOT_NAMES
+            and token.folded not in _NOT_NAME_WORDS and token.folded not in _FUNCTION_WORDS
+            and not token.folded.endswith(_PLACE_ENDINGS))
 
 
 def _name_extent(text: str, tokens: Sequence[_Token], index: int, known: frozenset[str]) -> int:
@@ -627,12 +779,14 @@ def _name_extent(text: str, tokens: Sequence[_Token], index: int, known: frozens
 
 
 def _particle_start(tokens: Sequence[_Token], index: int, text: str) -> int:
-    """Capitalised particles just before a name ("De Smet", "Van den Broeck") belong to it."""
-    position = index
-    while position > 0 and tokens[position - 1].folded in _PARTICLES and tokens[position - 1].text[0].isupper() \
+    """Particles just before a name that start with a capital belong to it ("De Smet", "Van den Broeck")."""
+    position = start = index
+    while position > 0 and index - position < 3 and tokens[position - 1].folded in _PARTICLES \
             and re.fullmatch(r" {1,2}", text[tokens[position - 1].end:tokens[position].start]):
         position -= 1
-    return position
+        if tokens[position].text[0].isupper():
+            start = position
+    return start
 
 
 def _name_spans(text: str, tokens: Sequence[_Token], known_parts: frozenset[str]) -> list[PiiSpan]:
@@ -642,14 +796,20 @@ def _name_spans(text: str, tokens: Sequence[_Token], known_parts: frozenset[str]
         if token.folded in known_parts:
             starts.add(index)
             continue
-        particle_first = (token.folded in _PARTICLES and token.text[0].isupper() and index + 1 < len(tokens)
-                          and _is_capitalised(tokens[index + 1]))
+        following = next((t for t in tokens[index + 1:index + 3] if t.folded not in _PARTICLES), None)
+        particle_first = (token.folded in _PARTICLES and token.text[0].isupper() and following is not None
+                          and _is_capitalised(following))
         if not (_is_capitalised(token) or particle_first):
             continue
-        if index > 0 and tokens[index - 1].folded in _RELATIVES:
+        if index > 0 and tokens[index - 1].folded in _RELATIVES and _CUE_GAP.fullmatch(
+                text[tokens[index - 1].end:token.start]):
             starts.add(index)
             continue
-        for cue in _NAME_CUES:
+        gap = text[tokens[index - 1].end:token.start] if index > 0 else ""
+        cue_word = tokens[index - 1].folded if index > 0 else ""
+        fits = bool(_CUE_GAP.fullmatch(gap)) or (cue_word in _ABBREVIATED_CUES and gap in (". ", "."))
+        cues = _CUES_BY_LAST_WORD.get(cue_word, ()) if fits else ()
+        for cue in cues:
             if index >= len(cue) and tuple(t.folded for t in tokens[index - len(cue):index]) == cue:
                 if cue in (("for",), ("is",), ("e",), ("met",), ("tell",)) and not _cue_is_tight(text, tokens,
                                                                                                 index):
@@ -658,23 +818,34 @@ def _name_spans(text: str, tokens: Sequence[_Token], known_parts: frozenset[str]
                 break
         else:
             end = _name_extent(text, tokens, index, known_parts)
-            if end + 1 < len(tokens) and tokens[end + 1].folded in _AFTER_NAME_CUES:
+            if end + 1 < len(tokens) and tokens[end + 1].folded in _AFTER_NAME_CUES and re.fullmatch(
+                    r"[ \t]{1,3}", text[tokens[end].end:tokens[end + 1].start]):
                 starts.add(index)
     spans: list[PiiSpan] = []
     for index in sorted(starts):
-        end = _name_extent(text, tokens, index, frozenset(found_parts))
+        end = _name_extent(text, tokens, index, known_parts)
         for position in range(index, end + 1):
             if tokens[position].folded not in _PARTICLES:
                 found_parts.add(tokens[position].folded)
+        # a second person joined to the first: "my parents Jan and Marie", "Pierre et Sophie"
+        if end + 2 < len(tokens) and tokens[end + 1].folded in _CONJUNCTIONS and _is_capitalised(tokens[end + 2]):
+            for position in range(end + 2, _name_extent(text, tokens, end + 2, known_parts) + 1):
+                found_parts.add(tokens[position].folded)
     # every other capitalised occurrence of a name found (and the capitalised words following it)
+    all_parts = frozenset(found_parts)
     covered_to = -1
     for index, token in enumerate(tokens):
-        if index <= covered_to or token.folded not in found_parts:
+        if index <= covered_to or token.folded not in all_parts:
             continue
         if not (token.text[0].isupper() or token.folded in known_parts):
             continue
-        end = _name_extent(text, tokens, index, frozenset(found_parts))
+        end = _name_extent(text, tokens, index, all_parts)
         start = _particle_start(tokens, index, text)
+        # a capitalised first name just before ("Sean O'Brien" once "O'Brien" is known)
+        while start > 0 and start > covered_to + 1 and index - start < 3 and _is_capitalised(tokens[start - 1]) \
+                and re.fullmatch(r"[ \-]{1,2}", text[tokens[start - 1].end:tokens[start].start]) \
+                and not _CUES_BY_LAST_WORD.get(tokens[start - 1].folded):
+            start -= 1
         spans.append(PiiSpan("name", tokens[start].start, tokens[end].end))
         covered_to = end
     spans.extend(_spelled_name_spans(text, found_parts))
@@ -697,6 +868,7 @@ def _cue_is_tight(text: str, tokens: Sequence[_Token], index: int) -> bool:
 
 #: "Kevin with a K", "Karel met een K", "Kévin avec un accent", "Jacopo con la J"
 _SPELLING_CUES = frozenset({"with", "met", "avec", "con"})
+_CONJUNCTIONS = frozenset({"and", "en", "et", "e", "or", "of", "ou", "o"})
 
 
 _SPELLED = re.compile(r"(?<![^\W\d_])[^\W\d_](?:[ \-.]{1,3}[^\W\d_](?![^\W\d_])){2,60}")
@@ -752,12 +924,35 @@ def _parse_date(value: Any) -> tuple[int, int, int] | None:
     return None
 
 
+def _public_key(contact: str) -> str | None:
+    """How a public contact is recognised: an e-mail address folded, a phone number in E.164."""
+    contact = contact.strip()
+    if "@" in contact:
+        return _fold(contact)
+    try:
+        parsed = phonenumbers.parse(contact, "BE")
+    except phonenumbers.NumberParseException:
+        return None
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+
+
+def public_contacts_in(text: str) -> list[str]:
+    """The phone numbers and e-mail addresses written in ``text`` (a published document, such as the hospital's
+    knowledge base): an organisation's own contact details, to pass as ``public_contacts`` so that an agent quoting
+    them is not redacted."""
+    contacts = [m.group() for m in _EMAIL.finditer(text)] if "@" in text else []
+    for match in phonenumbers.PhoneNumberMatcher(text, "BE", leniency=phonenumbers.Leniency.VALID):
+        contacts.append(phonenumbers.format_number(match.number, phonenumbers.PhoneNumberFormat.E164))
+    return contacts
+
+
 class PiiRedactor:
     """Finds and removes personal data in text; ``names`` and ``dates_of_birth`` are what the data knows (the
-    persona's and the patient's names; dates as ``date`` or ``YYYY-MM-DD``)."""
+    persona's and the patient's names; dates as ``date`` or ``YYYY-MM-DD``); ``public_contacts`` are phone numbers
+    and e-mail addresses that are not personal (the hospital's own), left as they are."""
 
     def __init__(self, *, names: Iterable[str] = (), dates_of_birth: Iterable[Any] = (),
-                 kinds: Iterable[str] = KINDS) -> None:
+                 public_contacts: Iterable[str] = (), kinds: Iterable[str] = KINDS) -> None:
         self.kinds = frozenset(kinds)
         unknown = self.kinds - set(KINDS)
         if unknown:
@@ -765,6 +960,7 @@ class PiiRedactor:
         self.names = tuple(n for n in names if n)
         self._parts = name_parts(self.names)
         self._dates = frozenset(d for d in map(_parse_date, dates_of_birth) if d is not None)
+        self._public = frozenset(filter(None, map(_public_key, public_contacts)))
 
     def spans(self, text: str) -> list[PiiSpan]:
         """The personal data in ``text``, left to right, none overlapping."""
@@ -773,17 +969,18 @@ class PiiRedactor:
         tokens = _tokens(text)
         numbers = _numbers(text, tokens)
         written_dates = _written_dates(text)
+        not_phone = [*written_dates, *_clock_times(text)]
         found: list[PiiSpan] = []
         if {"phone", "national_id"} & self.kinds:
             # the numbers of a written date (09/12/1979) are not a phone number
-            undated = [n for n in numbers if not any(d.start <= tokens[n.first].start < d.end for d in written_dates)]
+            undated = _outside(numbers, tokens, not_phone)
             for run in _number_runs(text, tokens, undated):
-                found.extend(_digit_run_spans(text, tokens, run))
+                found.extend(_digit_run_spans(text, tokens, run, self._public))
             if any(c.isdigit() for c in text):
-                found.extend(s for s in _phone_matcher_spans(text)
-                             if not any(d.start < s.end and s.start < d.end for d in written_dates))
+                found.extend(s for s in _phone_matcher_spans(text, self._public)
+                             if not any(d.start < s.end and s.start < d.end for d in not_phone))
         if "email" in self.kinds:
-            found.extend(_email_spans(text, tokens))
+            found.extend(s for s in _email_spans(text, tokens) if _fold(text[s.start:s.end]) not in self._public)
         if "date_of_birth" in self.kinds:
             found.extend(_date_of_birth_spans(text, tokens, numbers, self._dates, written_dates))
         if "name" in self.kinds:
@@ -811,12 +1008,14 @@ _lock = threading.Lock()
 _enabled = True
 _names: set[str] = set()
 _dates: set[str] = set()
+_public: set[str] = set()
 _default: PiiRedactor | None = None
 
 
-def configure(*, enabled: bool | None = None, names: Iterable[str] = (), dates_of_birth: Iterable[Any] = ()) -> None:
-    """Turn the redactor on or off (off logs a loud warning: personal data will then be stored and sent to judges)
-    and add names and dates of birth to redact everywhere."""
+def configure(*, enabled: bool | None = None, names: Iterable[str] = (), dates_of_birth: Iterable[Any] = (),
+              public_contacts: Iterable[str] = ()) -> None:
+    """Turn the redactor on or off (off logs a loud warning: personal data will then be stored and sent to judges),
+    add names and dates of birth to redact everywhere and public contact details to leave alone."""
     global _enabled, _default
     with _lock:
         if enabled is not None:
@@ -827,6 +1026,7 @@ def configure(*, enabled: bool | None = None, names: Iterable[str] = (), dates_o
             _enabled = enabled
         _names.update(n.strip() for n in names if n and n.strip())
         _dates.update(str(d) for d in dates_of_birth if d)
+        _public.update(c for c in public_contacts if c)
         _default = None
 
 
@@ -845,12 +1045,19 @@ def enabled() -> bool:
     return _enabled
 
 
+def registered() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The registered names and dates of birth (to hand to another process's ``configure``)."""
+    with _lock:
+        return tuple(sorted(_names)), tuple(sorted(_dates))
+
+
 def default_redactor() -> PiiRedactor:
     """The redactor with every registered name and date of birth."""
     global _default
     with _lock:
         if _default is None:
-            _default = PiiRedactor(names=sorted(_names), dates_of_birth=sorted(_dates))
+            _default = PiiRedactor(names=sorted(_names), dates_of_birth=sorted(_dates),
+                                   public_contacts=sorted(_public))
         return _default
 
 
@@ -864,7 +1071,8 @@ def redact_pii(text: str, *, names: Iterable[str] = ()) -> str:
         with _lock:
             all_names = sorted(_names | set(extra))
             dates = sorted(_dates)
-        return PiiRedactor(names=all_names, dates_of_birth=dates).redact(text)
+            public = sorted(_public)
+        return PiiRedactor(names=all_names, dates_of_birth=dates, public_contacts=public).redact(text)
     return default_redactor().redact(text)
 
 
