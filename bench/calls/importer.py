@@ -149,13 +149,11 @@ _SAFE_ID = re.compile(r"[^A-Za-z0-9._:-]+")
 
 
 def _call_id(files: CallFiles, metadata: CallMetadata, twilio_call: str | None) -> str:
-    """The metadata's id, Twilio's call SID, else the file's or directory's name — without personal data (a file
-    named after the caller is common)."""
+    """The metadata's id, Twilio's call SID, else the file's or directory's name — a pseudonym when it names someone
+    (a recording named after the caller is common)."""
     name = metadata.call_id or twilio_call or (files.source.name if files.source.is_dir() else files.source.stem)
-    clean = privacy.redact_call_text(name.replace("-", " ").replace("_", " "), metadata.names)
-    if clean != name.replace("-", " ").replace("_", " "):
-        name = clean
-    return _SAFE_ID.sub("-", name).strip("-")[:128] or "call"
+    name = _SAFE_ID.sub("-", name).strip("-")[:128] or "call"
+    return privacy.call_key(name, metadata.names)
 
 
 @dataclass

@@ -220,3 +220,21 @@ def test_a_mulaw_8khz_phone_recording_gives_the_same_measures(tmp_path: Path, sy
     stored = _stored(tmp_path, "phone")
     assert "mulaw" in stored.call.audio and "8000 Hz" in stored.call.audio
     _check_measures(stored, _truth(synthetic_call))
+
+
+def test_a_recording_named_after_the_caller_gets_a_pseudonym_for_its_id(tmp_path: Path,
+                                                                         synthetic_call: SyntheticCall) -> None:
+    wav = synthetic_call.write_stereo(tmp_path / "maria-jansen.wav")
+    synthetic_call.write_transcript(tmp_path / "maria-jansen.transcript.json")
+    (tmp_path / "maria-jansen.metadata.json").write_text(json.dumps({"names": ["Maria Jansen"]}), encoding="utf-8")
+    store_path = tmp_path / "reports" / "bench.sqlite"
+    assert main(["calls", "import", str(wav), "--store", str(store_path)]) == 0
+    store = Store(store_path)
+    try:
+        ids = [c["conversation_id"] for c in store.conversations(store.get_run("latest", kind="imported").run_id)]
+    finally:
+        store.close()
+    assert len(ids) == 1 and ids[0].startswith("call-") and "jansen" not in ids[0].lower()
+    for path in (tmp_path / "reports").rglob("*"):
+        if path.is_file():
+            assert b"jansen" not in path.read_bytes().lower(), path
