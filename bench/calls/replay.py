@@ -56,7 +56,9 @@ from bench.engine.conversation import BargeIn, Exchange, fold
 from bench.engine.driver import ConversationDriver
 from bench.engine.launch import LaunchedSystem, launch
 from bench.engine.registry import create_adapter
+from bench.engine.retry import with_retries
 from bench.engine.scheduler import check_capabilities, new_run_id, required_capabilities, stored_events, system_info
+from bench.engine.warmup import warm_up
 from bench.errors import ConfigError, ExecutionFailure
 from bench.protocol import AdapterError, ErrorCode
 from bench.protocol.redact import redact
@@ -307,6 +309,7 @@ class CallReplay:
         self.started_at = time.time()
         self.replayed: list[_Replayed] = []
         self.late: list[Any] = []
+        self.attempts = 0
 
     async def _tell(self, spec: Any, text: str) -> None:
         emulator, token = self.launched.emulator, self.launched.token_of(spec)
@@ -332,7 +335,9 @@ class CallReplay:
             await asyncio.sleep(min(30.0, end - now()))
         await asyncio.sleep(self._pause_s(caller))
 
-    async def run(self) -> None:
+    async def run(self, attempt: int = 0) -> None:
+        """One attempt of the whole replay (a retry starts it again on a new session, from scratch)."""
+        self.replayed, self.late, self.driver, self.attempts = [], [], None, attempt + 1
         system = self.launched.config
         greeting, steps = plan_steps(self.call)
         script: list[str] = []
@@ -341,7 +346,8 @@ class CallReplay:
             if step.barge is not None:
                 script.append(str(step.barge[2].get("text", "")))
         spec = await self.launched.session_spec(
-            run_id=self.run_id, conversation_id=self.call.call.call_id, attempt=0, language=self.call.call.language,
+            run_id=self.run_id, conversation_id=self.call.call.call_id, attempt=attempt,
+            language=self.call.call.language,
             input_mode=self.input_mode, idle_timeout_s=min(15.0, system.timeout_s / 2),
             caller_script=script if self.input_mode == "audio" else [])
         budget = system.timeout_s * 4
@@ -413,14 +419,15 @@ class CallReplay:
         for item in self.replayed:
             fields = {k: v for k, v in fold(item.exchange, self.late if item is self.replayed[-1] else []).items()
                       if k != "input_mode"}
-            turns.append(TurnRecord(run_id=self.run_id, system_id=system_id,
+            turns.append(TurnRecord(run_id=self.run_id, system_id=system_id, attempts=max(1, self.attempts),
                                     entry_id=f"{call.call_id}/turn-{item.turn_index:03d}", status="succeeded",
                                     conversation_id=call.call_id, turn_index=item.turn_index,
                                     input_mode=self.input_mode, started_at=started, **fields))
         stamps = self.driver.tap.stamped if self.driver is not None else []
         record = ConversationRecord(
             run_id=self.run_id, system_id=system_id, conversation_id=call.call_id,
-            status="failed" if failure else "succeeded", failure_code=failure[0] if failure else None,
+            status="failed" if failure else "succeeded", attempts=max(1, self.attempts),
+            failure_code=failure[0] if failure else None,
             failure_reason=redact(failure[1]) if failure else None, started_at=started, finished_at=finished,
             turns=turns, events=stored_events(list(stamps), self.origin))
         _redact_record(record)
@@ -473,8 +480,10 @@ async def replay_call(call: StoredCall, config: RunConfig, system_id: str, store
                         sample_rate=caller.sample_rate, run_id=run_id)
     try:
         await launched.start()
+        await asyncio.to_thread(warm_up)  # imports and first uses before the conversation's clock starts
         try:
-            await replay.run()
+            # the engine's one retry policy (the system's ``retry``): a retryable failure replays the call again
+            await with_retries(system.retry, lambda: replay.run(replay.attempts))
         except AdapterError as exc:
             failure = (str(exc.code), str(exc))
     finally:
