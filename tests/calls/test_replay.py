@@ -97,3 +97,28 @@ def test_what_the_replayed_system_says_is_redacted_before_it_is_stored() -> None
     dumped = record.model_dump_json()
     assert "seven five" not in dumped and "0475" not in dumped and "[PHONE]" in record.turns[0].answer
     assert record.started_at == "2026-12-06T08:00:00.000+00:00"  # ids and times are not texts: kept
+
+
+def test_a_system_that_keeps_failing_is_exit_4_after_the_retries_with_the_failed_replay_stored(
+        imported: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    config = imported / "faulty.yaml"
+    config.write_text(yaml.safe_dump({"systems": [{
+        "id": "faulty", "adapter": "openai_realtime", "mode": "emulated", "timeout_s": 5,
+        "retry": {"max_attempts": 2, "initial_backoff_s": 0.01, "max_backoff_s": 0.05},
+        "options": {"emulator": {"faults": {"rate": 1.0, "kinds": ["disconnect"], "seed": 3}}}}]}),
+        encoding="utf-8")
+    store = imported / "reports" / "bench.sqlite"
+    assert main(["calls", "replay", "call-001", "--system", "faulty", "--config", str(config), "--input", "text",
+                 "--store", str(store)]) == 4
+    err = capsys.readouterr().err
+    assert "the replay of call 'call-001' failed" in err and "Traceback" not in err
+    db = Store(store)
+    try:
+        run = db.list_runs(kind="imported")[-1]
+        assert run.config[REPLAY_KEY]["system"] == "faulty" and run.status == "failed"
+        (conversation,) = db.conversations(run.run_id)
+        assert conversation["status"] == "failed" and conversation["attempts"] == 2
+    finally:
+        db.close()
