@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import Problem, ValidationFailed
 
@@ -143,6 +144,16 @@ class CallMetadata(BaseModel):
     tool_calls: list[RecordedToolCall] = Field(default_factory=list)
     #: free-form attributes kept with the call (redacted before storage)
     attributes: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("started_at")
+    @classmethod
+    def _iso_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                raise ValueError(f"{value!r} is not an ISO 8601 time (2026-12-01T09:30:00Z)") from None
+        return value
 
 
 def _problems(path: Path, exc: ValidationError, entry_of: Any = None) -> ValidationFailed:

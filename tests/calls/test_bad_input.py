@@ -125,6 +125,13 @@ def metadata_bad_safety(tmp: Path) -> tuple[list[str], list[str]]:
     return [str(wav)], ["c.metadata.json", "labels 0", "safety"]
 
 
+def metadata_bad_start(tmp: Path) -> tuple[list[str], list[str]]:
+    wav = _stereo(tmp / "c.wav")
+    _json(tmp / "c.transcript.json", {"turns": [TURN]})
+    _json(tmp / "c.metadata.json", {"started_at": "yesterday"})
+    return [str(wav)], ["c.metadata.json", "started_at", "ISO 8601"]
+
+
 def transcript_beyond_recording(tmp: Path) -> tuple[list[str], list[str]]:
     wav = _stereo(tmp / "c.wav")
     _json(tmp / "c.transcript.json", {"turns": [TURN, {**TURN, "start": 30.0, "end": 31.0}]})
@@ -152,7 +159,7 @@ def transcript_flag_with_two_calls(tmp: Path) -> tuple[list[str], list[str]]:
 CASES: list[Callable[[Path], tuple[list[str], list[str]]]] = [
     missing_path, not_a_wav, mono_as_stereo, two_track_without_agent, turn_without_end, unknown_speaker,
     end_before_start, transcript_not_json, vtt_unknown_label, vtt_without_header, srt_bad_timestamp,
-    twilio_bad_channel, metadata_unknown_field, metadata_label_out_of_range, metadata_bad_safety,
+    twilio_bad_channel, metadata_unknown_field, metadata_label_out_of_range, metadata_bad_safety, metadata_bad_start,
     transcript_beyond_recording, duplicate_call_ids, transcript_flag_with_two_calls,
 ]
 
