@@ -277,7 +277,7 @@ def turn_records(run_id: str, loaded: LoadedCall) -> list[TurnRecord]:
                       for i, t in enumerate(call.tool_calls) if t.turn == exchange.index]
         answer_at = exchange.agent_start_ms
         records.append(TurnRecord(
-            run_id=run_id, system_id=call.system, entry_id=f"{call.call_id}/turn-{exchange.index:03d}",
+            run_id=run_id, system_id=call.system, entry_id=f"{call.call_id}/{exchange.index}",
             status="succeeded", conversation_id=call.call_id, turn_index=exchange.index,
             input_mode="audio", answer=exchange.agent_text, target_language=call.language,
             caller_heard_ms=exchange.latency_ms, talk_over_ms=exchange.talk_over_ms,

@@ -420,7 +420,7 @@ class CallReplay:
             fields = {k: v for k, v in fold(item.exchange, self.late if item is self.replayed[-1] else []).items()
                       if k != "input_mode"}
             turns.append(TurnRecord(run_id=self.run_id, system_id=system_id, attempts=max(1, self.attempts),
-                                    entry_id=f"{call.call_id}/turn-{item.turn_index:03d}", status="succeeded",
+                                    entry_id=f"{call.call_id}/{item.turn_index}", status="succeeded",
                                     conversation_id=call.call_id, turn_index=item.turn_index,
                                     input_mode=self.input_mode, started_at=started, **fields))
         stamps = self.driver.tap.stamped if self.driver is not None else []

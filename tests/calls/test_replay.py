@@ -86,7 +86,7 @@ def test_what_the_replayed_system_says_is_redacted_before_it_is_stored() -> None
     from bench.store.sqlite import StoredEvent
 
     said = "Call us on zero four seven five, one two, three four, five six, Maria Jansen."
-    turn = TurnRecord(run_id="r", system_id="s", entry_id="c/turn-001", status="succeeded", answer=said,
+    turn = TurnRecord(run_id="r", system_id="s", entry_id="c/1", status="succeeded", answer=said,
                       timeline=[TimelineEvent(t_ms=1.0, type="transcript", detail={"role": "user", "text": said})],
                       tool_calls=[{"name": "book", "arguments": {"phone": "0475 12 34 56"}}])
     record = ConversationRecord(run_id="r", system_id="s", conversation_id="c", status="succeeded",
