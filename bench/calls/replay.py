@@ -294,7 +294,7 @@ def _segment(track: bytes, sample_rate: int, utterance: dict[str, Any]) -> bytes
 
 
 class CallReplay:
-    """One replay of one stored call on one launched system (``run``), recorded by ``record``."""
+    """One replay of one stored call on one launched system (``run``, then ``records`` for the store)."""
 
     def __init__(self, call: StoredCall, launched: LaunchedSystem, *, input_mode: InputMode, caller_track: bytes,
                  sample_rate: int, run_id: str):
