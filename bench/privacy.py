@@ -139,9 +139,9 @@ def pseudonym(label: str, identifier: str) -> str:
     return f"{label}-{hashlib.sha256(identifier.encode('utf-8')).hexdigest()[:8]}"
 
 
-def _pii(text: str) -> str:
+def _pii(text: str, names: tuple[str, ...] = ()) -> str:
     _register_public_contacts()
-    return pii.redact_pii(text)
+    return pii.redact_pii(text, names=names)
 
 
 def scrub(text: str) -> str:
@@ -152,19 +152,67 @@ def scrub(text: str) -> str:
 
 
 def scrub_many(texts: Iterable[str]) -> list[str]:
-    """``scrub_json`` of each text (a JSON document stays one, valid; anything else is scrubbed as plain text)."""
-    return [scrub_json(text, secrets_done=True) if text else text for text in redact_many(list(texts))]
+    """``scrub_json`` of each text (a JSON document stays one, valid; anything else is scrubbed as plain text); a
+    name introduced in one of them (a conversation's turns and events) is removed from all of them."""
+    clean = redact_many(list(texts))
+    if not pii.enabled():
+        return clean
+    values: list[Any] = []
+    for text in clean:
+        try:
+            values.append(json.loads(text) if text else text)
+        except ValueError:
+            values.append(text)
+    names = _names_said(values)
+    out = []
+    for text, value in zip(clean, values, strict=True):
+        if not text:
+            out.append(text)
+        elif isinstance(value, (dict, list)):
+            out.append(json.dumps(_scrub_value(value, None, None, names), ensure_ascii=False, separators=(",", ":")))
+        elif isinstance(value, str) and value is not text:
+            out.append(json.dumps(_pii(value, names), ensure_ascii=False))
+        else:
+            out.append(_pii(text, names))
+    return out
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def _names_said(value: Any) -> tuple[str, ...]:
+    """The names a cue introduced anywhere in ``value`` ("I'm Ilse Verstraete"), to remove them from every other
+    string of the same document too (the agent's "Thank you, Ilse" three turns later)."""
+    _register_public_contacts()
+    redactor = pii.default_redactor()
+    found: set[str] = set()
+    for text in _strings(value):
+        if text and any(c.isupper() for c in text):
+            found.update(text[s.start:s.end] for s in redactor.spans(text) if s.kind == "name")
+    return tuple(sorted(found))
 
 
 def scrub_value(value: Any, *, key: str | None = None, parent: str | None = None) -> Any:
     """A copy of ``value`` (dicts, lists, strings) without credentials and personal data; a string holding a JSON
-    object or list (a tool call's arguments) is scrubbed inside and stays JSON."""
-    return _scrub_value(redact_value(value, key=key), key, parent)
+    object or list (a tool call's arguments) is scrubbed inside and stays JSON. A name introduced in one string is
+    removed from all of them."""
+    value = redact_value(value, key=key)
+    if not pii.enabled():
+        return value
+    return _scrub_value(value, key, parent, _names_said(value))
 
 
-def _scrub_value(value: Any, key: str | None, parent: str | None) -> Any:
+def _scrub_value(value: Any, key: str | None, parent: str | None, names: tuple[str, ...]) -> Any:
     if isinstance(value, str):
-        if not value or not pii.enabled():
+        if not value:
             return value
         kind = _PERSONAL_KEYS.get((key or "").lower())
         if kind is None and key == "name" and parent in _PERSON_CONTAINERS:
@@ -176,14 +224,14 @@ def _scrub_value(value: Any, key: str | None, parent: str | None) -> Any:
             try:
                 inner = json.loads(value)
             except ValueError:
-                return _pii(value)
-            if isinstance(inner, (dict, list)):
-                return json.dumps(_scrub_value(inner, None, key), ensure_ascii=False)
-        return _pii(value)
+                return _pii(value, names)
+            if isinstance(inner, (dict, list)):  # a JSON document in a string: scrubbed as the value of ``key``
+                return json.dumps(_scrub_value(inner, key, parent, names), ensure_ascii=False)
+        return _pii(value, names)
     if isinstance(value, Mapping):
-        return {k: _scrub_value(v, str(k), key) for k, v in value.items()}
+        return {k: _scrub_value(v, str(k), key, names) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_scrub_value(v, key, parent) for v in value]
+        return [_scrub_value(v, key, parent, names) for v in value]
     return value
 
 
@@ -202,7 +250,8 @@ def scrub_json(text: str, *, secrets_done: bool = False) -> str:
         return _pii(text)
     if isinstance(value, str):
         return json.dumps(_pii(value), ensure_ascii=False)
-    return json.dumps(_scrub_value(value, None, None), ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(_scrub_value(value, None, None, _names_said(value)), ensure_ascii=False,
+                      separators=(",", ":"))
 
 
 _TEXT_SUFFIXES = (".md", ".txt", ".log", ".csv", ".html")
