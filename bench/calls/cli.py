@@ -21,15 +21,12 @@ from bench.cli_types import number_in
 from bench.errors import EXIT_GATE_FAILED, EXIT_OK, ConfigError
 
 
-def _store_and_reports(args: argparse.Namespace, config: Any | None = None) -> tuple[Path, Path]:
+def _store_and_reports(args: argparse.Namespace) -> tuple[Path, Path]:
+    """The store file (``--store``, default ``reports/bench.sqlite``) and where its recordings are kept
+    (``--reports-dir``, default the store's directory: artifact paths are stored relative to it)."""
     from bench.paths import default_store, resolve_output
 
-    if args.store:
-        store = resolve_output(args.store)
-    elif config is not None:
-        store = config.output(config.store)
-    else:
-        store = default_store()
+    store = resolve_output(args.store) if args.store else default_store()
     reports = resolve_output(args.reports_dir) if args.reports_dir else store.parent
     return store, reports
 
