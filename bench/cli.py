@@ -1,4 +1,5 @@
-"""The ``voice-bench`` command line: run, gate, validate, report, score, export, emulate, runs.
+"""The ``voice-bench`` command line: run, gate, validate, report, score, export, emulate, runs (and the commands of
+their own packages: review, audio-loop, simulate, calls, calibrate).
 
 Exit codes: 0 success · 2 usage/config/data error · 3 quality gate failed · 4 execution failure.
 """
@@ -347,6 +348,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     store = _open_store(_store_path(args), must_exist=True)
     try:
         run = store.get_run(args.run, kind=run_kind(args))
+        if run.kind == "imported":  # imported calls and their replays (bench/calls): no golden set behind them
+            from bench.calls.report import write_calls_report
+
+            print(f"report: {write_calls_report(store, run, resolve_output(args.reports_dir) / run.run_id).html}")
+            return EXIT_OK
         golden = _golden_for_run(run)
         other = store.get_run(args.compare, kind=run_kind(args)).run_id if args.compare else None
         html, judge_failed = _write_report(store, run.run_id, golden, resolve_output(args.reports_dir), compare=other)
@@ -559,6 +565,10 @@ def build_parser() -> argparse.ArgumentParser:
     from bench.simulation.cli import add_parser as add_simulate_parser  # voice-bench simulate (bench/simulation)
 
     add_simulate_parser(sub, _Parser)
+
+    from bench.calls.cli import add_parser as add_calls_parser  # voice-bench calls import / replay (bench/calls)
+
+    add_calls_parser(sub, _Parser)
 
     from bench.checks.cli import add_commands as add_check_commands  # voice-bench calibrate / check-answer
 

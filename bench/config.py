@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from bench.errors import Problem, ValidationFailed
 from bench.paths import DEFAULT_REPORTS_DIR, DEFAULT_STORE, default_config, resolve_input, resolve_output
+from bench.privacy import PrivacyConfig, configure_from
 from bench.protocol.config import PLAIN_HEADERS
 
 #: the shipped default run config (package data; ``bench.paths``)
@@ -124,6 +125,9 @@ class RunConfig(BaseModel):
     #: practical significance (bench.stats.MinimumEffect); omitted fields keep 5 ms / 1 point / 0.01 / 5 %
     min_effect: dict[Literal["latency_ms", "rate_points", "score", "cost_fraction"], float] = Field(
         default_factory=dict)
+    #: personal-data redaction before storage, export and judges (on unless turned off, with a loud warning) and
+    #: more names to remove (``bench.privacy.PrivacyConfig``)
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
 
     @model_validator(mode="after")
     def _unique_system_ids(self) -> RunConfig:
@@ -177,7 +181,9 @@ def load_config(path: Path | str = DEFAULT_CONFIG) -> RunConfig:
     except yaml.YAMLError as exc:
         raise ValidationFailed([Problem(name, "-", "-", f"invalid YAML: {exc}")]) from None
     try:
-        return RunConfig.model_validate(data)
+        config = RunConfig.model_validate(data)
+        configure_from(config.privacy)
+        return config
     except ValidationError as exc:
         problems = []
         for error in exc.errors():

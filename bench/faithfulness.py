@@ -52,6 +52,7 @@ from bench.checks.matching import Statement, Support, proper_nouns
 from bench.checks.refusal import decline_evidence
 from bench.checks.sentences import split_sentences
 from bench.errors import ConfigError, JudgeUnavailable
+from bench.privacy import scrub
 from bench.protocol.redact import register_secret
 
 ENV_BASE_URL = "BENCH_JUDGE_BASE_URL"
@@ -380,7 +381,7 @@ def _make_judge_llm(base_url: str, model: str, api_key: str, timeout_s: float) -
             request: dict[str, Any] = {
                 "model": self._model_name,
                 "temperature": 0,
-                "messages": [{"role": "user", "content": prompt}],
+                "messages": [{"role": "user", "content": scrub(prompt)}],  # no personal data reaches the judge
             }
             if schema is not None:
                 request["response_format"] = {"type": "json_object"}

@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bench.checks.intent import IntentVerdict
 from bench.checks.refusal import RefusalVerdict
 from bench.errors import ConfigError, ExecutionFailure, JudgeUnavailable
+from bench.privacy import scrub
 from bench.protocol.redact import redact, register_secret
 
 ENV_BASE_URL = "BENCH_JUDGE_BASE_URL"
@@ -159,7 +160,7 @@ class LLMJudge:
                 model=self.config.model,
                 temperature=0,
                 response_format={"type": "json_object"},
-                messages=[{"role": "user", "content": prompt}],
+                messages=[{"role": "user", "content": scrub(prompt)}],  # no credential or personal data leaves
             )
             text = response.choices[0].message.content or ""
         except (openai.OpenAIError, IndexError, AttributeError) as exc:  # unreachable, refused, an empty reply

@@ -40,6 +40,7 @@ from urllib.parse import urlparse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bench.errors import Problem, ValidationFailed
+from bench.privacy import scrub
 from bench.protocol.redact import redact
 from bench.review.audio_facts import AudioFacts, measure, word_count
 from bench.review.clips import Clip
@@ -201,7 +202,8 @@ async def judge_clips(store: Store, run_id: str, clips: dict[str, Clip], spec: J
             system, user = build_prompt(spec.config, clip, facts)
             try:
                 reply = await asyncio.wait_for(
-                    client.complete([{"role": "system", "content": system}, {"role": "user", "content": user}],
+                    client.complete([{"role": "system", "content": scrub(system)},
+                                     {"role": "user", "content": scrub(user)}],
                                     max_tokens=800, model=spec.config.model), spec.timeout_s)
                 graded = read_reply(reply.text, spec.config)
             except (LlmError, TimeoutError, ValueError, KeyError, TypeError) as exc:

@@ -8,9 +8,11 @@ track as sent, environment included), ``product.wav`` (the agent's track as the 
 (both), ``resolved-{scenario,persona,data,environment,script,settings}.json`` and ``trial-report.json``. Beside the
 trials: ``run-report.json`` and ``evaluator.log``.
 
-Everything written passes the redactor first: settings whose names look secret are masked, every credential value
-the run resolved and anything key-shaped is removed (``bench.protocol.redact``). Files are written to a temporary
-name and renamed, so a killed run never leaves half a file under its final name.
+Everything written passes the redactors first: settings whose names look secret are masked, every credential value
+the run resolved and anything key-shaped is removed (``bench.protocol.redact``), and so is personal data
+(``bench.privacy``: phone numbers, e-mail addresses, national register numbers, dates of birth, names). With
+``privacy.mute_audio`` the WAVs are muted where an utterance held personal data (``mute_personal_turns``). Files
+are written to a temporary name and renamed, so a killed run never leaves half a file under its final name.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from bench.audio.pcm import mono_wav
+from bench.privacy import mute_audio, mute_wav, personal_intervals, scrub_file_bytes
 from bench.protocol import ToolCall, ToolResult
 from bench.protocol.redact import redact, redact_value
 
@@ -36,10 +39,28 @@ INTEROPERABILITY_SCHEMA = "1.0"
 
 
 def write_bytes(path: Path, data: bytes) -> None:
+    data = scrub_file_bytes(path.name, data)  # credentials and personal data out of every text file
+    if path.suffix == ".wav" and mute_audio():
+        data = mute_personal_turns(path, data)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
+
+
+#: which utterances each recording mutes when ``privacy.mute_audio`` is on (None: the caller's and the agent's)
+_MUTED_ROLES = {"technician.wav": "user", "product.wav": "assistant", "mixed.wav": None}
+
+
+def mute_personal_turns(path: Path, data: bytes) -> bytes:
+    """A bundle WAV with the utterances whose transcript held personal data silenced, from each such utterance's
+    start to the next utterance's start (turn-level timings of ``transcript.json``, written before the audio):
+    the caller's in ``technician.wav``, the agent's in ``product.wav``, both in ``mixed.wav``."""
+    transcript_path = path.parent / "transcript.json"
+    if path.name not in _MUTED_ROLES or not transcript_path.is_file():
+        return data
+    entries = json.loads(transcript_path.read_text(encoding="utf-8"))
+    return mute_wav(data, personal_intervals(entries, _MUTED_ROLES[path.name]))
 
 
 def write_json(path: Path, value: Any) -> None:

@@ -28,6 +28,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from bench.config import RetryPolicy
 from bench.dataset import TurnTakingProbe
 from bench.errors import Problem, ValidationFailed
+from bench.privacy import PrivacyConfig
 from bench.protocol.redact import is_secret_name, register_secret
 from bench.protocol.tools import ToolSpec
 from bench.simulation.speech import ElevenLabsSettings
@@ -493,6 +494,8 @@ class RunFile(_Model):
     #: run-level naturalness switch (seed 004): None defers to each scenario, True/False/dict as documented
     naturalness: bool | dict[str, Any] | None = None
     cost: CostSettings = CostSettings()
+    #: personal-data redaction (on unless turned off, with a loud warning), more names to remove, muted audio
+    privacy: PrivacyConfig = Field(default_factory=PrivacyConfig)
 
     @field_validator("impairment")
     @classmethod

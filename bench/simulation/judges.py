@@ -17,6 +17,7 @@ import asyncio
 import json
 from typing import Any
 
+from bench.privacy import scrub
 from bench.protocol.redact import redact
 from bench.simulation import bundle as files
 from bench.simulation.config import QualityEvaluation
@@ -53,8 +54,10 @@ def evidence_text(attempt: AttemptResult, cell: Cell, outcome: OutcomeResult) ->
 
 
 async def _ask(client: ChatClient, system: str, user: str, timeout_s: float) -> dict[str, Any]:
-    result = await asyncio.wait_for(client.complete([{"role": "system", "content": system},
-                                                     {"role": "user", "content": user}], max_tokens=600), timeout_s)
+    # the judge sees the conversation without credentials and personal data
+    result = await asyncio.wait_for(client.complete([{"role": "system", "content": scrub(system)},
+                                                     {"role": "user", "content": scrub(user)}], max_tokens=600),
+                                    timeout_s)
     return parse_json_object(result.text)
 
 

@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from bench.privacy import scrub
 from bench.simulation.llm import ChatClient, LlmError, parse_json_object
 
 LOG = logging.getLogger("voice_bench.simulation")
@@ -241,7 +242,8 @@ async def grade(config: NaturalnessConfig, attempt: Any, metrics: dict[str, Any]
         return None
     system, user = _prompt(config, agent_turns)
     try:
-        reply = await client.complete([{"role": "system", "content": system}, {"role": "user", "content": user}],
+        reply = await client.complete([{"role": "system", "content": scrub(system)},
+                                       {"role": "user", "content": scrub(user)}],  # no personal data to the judge
                                       max_tokens=1500, model=config.model)
         answer = parse_json_object(reply.text)
         gradings = {int(t["turn"]): t for t in answer.get("turns", []) if isinstance(t, dict) and "turn" in t}

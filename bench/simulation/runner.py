@@ -40,6 +40,7 @@ from bench.engine.executors.base import describe_exception
 from bench.engine.registry import create_adapter
 from bench.engine.scheduler import new_run_id
 from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_GATE_FAILED, EXIT_OK, ConfigError
+from bench.privacy import scrub
 from bench.protocol import ErrorCode
 from bench.protocol.redact import known_secrets, redact
 from bench.simulation import bundle as files
@@ -102,7 +103,7 @@ class RunResult:
 
 class _RedactingFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg = redact(record.getMessage())
+        record.msg = scrub(record.getMessage())  # credentials and personal data
         record.args = ()
         return True
 

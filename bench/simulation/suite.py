@@ -24,6 +24,7 @@ from bench.config import SystemConfig
 from bench.engine.registry import REGISTRY, create_adapter, plugin_of, register
 from bench.engine.scheduler import check_capabilities
 from bench.errors import BenchError, ConfigError, Problem, ValidationFailed
+from bench.privacy import configure_from, pseudonym, register_data
 from bench.protocol.plugin import AdapterPlugin
 from bench.protocol.redact import MARKER, is_secret_name, redact, redact_value
 from bench.simulation import assets
@@ -75,8 +76,9 @@ class Cell:
 
     @property
     def id(self) -> str:
-        persona = self.persona.slug if self.persona else "no-persona"
-        return f"{self.scenario.id}__{persona}__{self.environment_name}__{self.data_name}"
+        persona = pseudonym("persona", self.persona.slug) if self.persona else "no-persona"
+        # ids are stored and exported as they are: a part that names a person is replaced by a stable pseudonym
+        return f"{self.scenario.id}__{persona}__{self.environment_name}__{pseudonym('data', self.data_name)}"
 
     @property
     def barge_in(self) -> bool:
@@ -245,6 +247,8 @@ def _load_all(run_path: Path, run: RunFile, problems: list[Problem]) -> tuple[li
                                       data_name=data_name, data_file=data_file, script=script,
                                       script_file=script_file, environment=environment,
                                       environment_name=environment_name, environment_file=environment_file))
+    # the people the data names are removed wherever they appear (store, bundles, judges)
+    register_data([{"persona": c.persona, "data": c.data, "scenario": c.scenario} for c in cells])
     ids = [c.id for c in cells]
     for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
         problems.append(Problem(str(run_path), duplicate, "-", "two cells share this id (same scenario id, persona "
@@ -353,6 +357,7 @@ def load_suite(run_path: Path, *, no_audio: bool = False, check_adapters: bool =
     """The resolved suite; every problem found is raised together (exit 2)."""
     run_path = run_path.resolve()
     run = load_run_file(run_path)
+    configure_from(run.privacy)
     problems: list[Problem] = []
     cells, audio = _load_all(run_path, run, problems)
     if not cells and not problems:

@@ -12,8 +12,13 @@ import re
 import threading
 from pathlib import Path
 
+from bench.privacy import scrub_file_bytes
+
 _SHA = re.compile(r"^[0-9a-f]{64}$")
 EXTENSIONS = {"audio/wav": "wav", "application/json": "json", "audio/pcm": "pcm"}
+#: media types whose content is text, scrubbed before it is stored (as the file kind ``scrub_file_bytes`` knows)
+_TEXT_MEDIA = {"application/json": ".json", "text/plain": ".txt", "application/x-ndjson": ".jsonl",
+               "application/jsonl": ".jsonl", "text/markdown": ".md"}
 
 
 class ArtifactStore:
@@ -26,6 +31,8 @@ class ArtifactStore:
         return self.root / sha256[:2] / f"{sha256}.{EXTENSIONS.get(media_type, 'bin')}"
 
     def put(self, data: bytes, media_type: str) -> tuple[str, Path]:
+        if media_type in _TEXT_MEDIA:  # credentials and personal data out of sidecar text (audio is kept)
+            data = scrub_file_bytes(f"artifact{_TEXT_MEDIA[media_type]}", data)
         sha = hashlib.sha256(data).hexdigest()
         path = self.path_for(sha, media_type)
         if not path.exists():

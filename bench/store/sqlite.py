@@ -4,10 +4,11 @@ and the review workflow's tables (schema v3).
 Each finished conversation is committed in one transaction with its turns, events and artifacts (the writer commits
 the conversations that finished meanwhile together, one transaction for all of them: a conversation is never
 half-recorded), so a killed run keeps everything already recorded and resumes without repeating paid work.
-Everything written passes through the redactor first. Version-1 and version-2 stores are migrated in place (every
-row is kept; v3 adds each run's kind and takes in the review tables that version 2 left to ``bench.review``, with
-their rows); a store written by a newer harness is refused with a clear message. ``turns_dataframe`` is the public
-pandas view of a run; ``bench.store.query`` and ``bench.store.review`` hold the other named queries.
+Everything written passes through the redactors first (credentials and personal data: ``bench.privacy``).
+Version-1 and version-2 stores are migrated in place (every row is kept; v3 adds each run's kind and takes in the
+review tables that version 2 left to ``bench.review``, with their rows); a store written by a newer harness is
+refused with a clear message. ``turns_dataframe`` is the public pandas view of a run; ``bench.store.query`` and
+``bench.store.review`` hold the other named queries.
 
 Each run has a kind (``golden``, ``audio-loop``, ``simulation``, ``imported``); ``latest`` means the newest run of
 one kind, golden unless the caller asks for another (``--kind``).
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from bench.errors import ConfigError
-from bench.protocol.redact import redact, redact_many, redact_value
+from bench.privacy import scrub, scrub_json, scrub_many, scrub_value
 from bench.records import TurnRecord
 
 if TYPE_CHECKING:  # pandas is imported by turns_dataframe (the writer process does not need it)
@@ -296,7 +297,7 @@ def _conversation_rows(records: list[ConversationRecord]) -> _Rows:
         texts.append(record.failure_reason or "")
         texts.extend(_record_json(turn) for turn in record.turns)
         texts.extend(json.dumps(event.detail) for event in record.events)
-    clean = iter(redact_many(texts))
+    clean = iter(scrub_many(texts))
     rows = _Rows()
     recorded_at = _now()
     for record in records:
@@ -375,8 +376,8 @@ class Store:
             self._conn.execute(
                 f"INSERT INTO runs ({_RUN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (info.run_id, info.created_at, info.finished_at, info.status, info.dataset_path,
-                 info.dataset_sha256, info.trials, json.dumps(redact_value([s.model_dump() for s in info.systems])),
-                 json.dumps(redact_value(info.config)), info.harness_version, info.kind),
+                 info.dataset_sha256, info.trials, json.dumps(scrub_value([s.model_dump() for s in info.systems])),
+                 json.dumps(scrub_value(info.config)), info.harness_version, info.kind),
             )
             self._conn.commit()
 
@@ -427,7 +428,7 @@ class Store:
         self._conn.execute(
             "INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?,?,?)",
             (record.run_id, record.system_id, record.entry_id, record.trial, record.status,
-             redact(_record_json(record)), _now(), record.conversation_id, record.turn_index),
+             scrub_json(_record_json(record)), _now(), record.conversation_id, record.turn_index),
         )
 
     def record_conversation(self, record: ConversationRecord) -> None:
@@ -482,7 +483,7 @@ class Store:
             cursor = self._conn.execute(
                 "INSERT INTO ratings (run_id, artifact_sha256, reviewer, score, flags_json, comment, created_at) "
                 "VALUES (?,?,?,?,?,?,?)",
-                (run_id, artifact_sha256, reviewer, score, json.dumps(flags or []), redact(comment), _now()))
+                (run_id, artifact_sha256, reviewer, score, json.dumps(flags or []), scrub(comment), _now()))
             self._conn.commit()
             return int(cursor.lastrowid or 0)
 

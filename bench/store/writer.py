@@ -181,7 +181,7 @@ class StoreWriter:
 
     def _send(self) -> None:
         from bench.framing import write_frame
-        from bench.protocol.redact import known_secrets
+        from bench.privacy import redaction_state
 
         try:
             self._child = self._start_child()
@@ -212,7 +212,7 @@ class StoreWriter:
                             self._pending[number] = record
                         items.append((number, data))
                     if items:
-                        secrets = tuple(sorted(known_secrets()))
+                        secrets = redaction_state()  # credentials and personal-data settings, for the child
                         write_frame(fd, pickle.dumps((secrets if secrets != sent_secrets else None, items)))
                         sent_secrets = secrets
                 except BaseException as exc:  # noqa: BLE001 - the child is gone (its reason comes with close)
@@ -357,7 +357,7 @@ class _LoopSender:
         self._scheduled = False
         self._waiting_writable = False
         self._preparing = 0
-        self._sent_secrets: tuple[str, ...] | None = None
+        self._sent_secrets: tuple[object, ...] | None = None
         self._files: concurrent.futures.ThreadPoolExecutor | None = None
         self._idle = asyncio.Event()
         self._idle.set()
@@ -413,11 +413,11 @@ class _LoopSender:
     def _encode(self) -> None:
         """The outbox as one frame at the end of what is still unsent (credentials when they changed)."""
         from bench.framing import encode_frame
-        from bench.protocol.redact import known_secrets
+        from bench.privacy import redaction_state
 
         items, self._outbox = self._outbox, []
         if items and self.fd is not None:
-            secrets = tuple(sorted(known_secrets()))
+            secrets = redaction_state()
             self._unsent += encode_frame(pickle.dumps((secrets if secrets != self._sent_secrets else None, items)))
             self._sent_secrets = secrets
 

@@ -2,7 +2,8 @@
 interpreter lock, on the machine's other core.
 
 Run as ``python -m bench.store.writer_process STORE_PATH``. It reads framed batches on stdin — each a pickle of
-``(credentials or None, [(seq, conversation JSON), ...])`` from the harness's own ``StoreWriter`` — commits each
+``(redaction state or None, [(seq, conversation JSON), ...])`` (``bench.privacy.RedactionState``: credentials and
+personal-data settings) from the harness's own ``StoreWriter`` — commits each
 batch (and whatever else has already arrived) in one transaction, as the writer thread does, and answers on stdout
 with ``(committed seqs, error or None)`` — the first answer, empty, as soon as the store is open (the harness
 waits for it before the first conversation). The harness's known credentials come with the batches (whenever
@@ -37,7 +38,7 @@ def _marker(flags: list[bool]):
 
 
 def main(argv: list[str]) -> int:
-    from bench.protocol.redact import register_secret
+    from bench.privacy import apply_redaction_state
     from bench.store.sqlite import ConversationRecord, Store
     from bench.store.writer import MAX_BATCH, write_batch
 
@@ -56,8 +57,8 @@ def main(argv: list[str]) -> int:
             records: list[ConversationRecord] = []
             while True:  # everything that has arrived meanwhile: one transaction for all of it
                 secrets, items = pickle.loads(frame)
-                for value in secrets or ():
-                    register_secret(value)
+                if secrets is not None:  # the harness's credentials and personal-data settings
+                    apply_redaction_state(secrets)
                 for seq, data in items:
                     seqs.append(seq)
                     records.append(ConversationRecord.model_validate_json(data))

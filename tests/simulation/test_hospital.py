@@ -39,11 +39,14 @@ def test_booking_and_escalation_against_the_inhouse_stack_and_every_emulated_ven
     with sqlite3.connect(tmp_path / "hospital.sqlite") as conn:
         booked = {row[0] for row in conn.execute("SELECT conversation_id FROM appointments")}
         tickets = {row[0] for row in conn.execute("SELECT conversation_id FROM escalations")}
+        patients = {row[0] for row in conn.execute("SELECT patient FROM appointments")}
+    assert patients == {"Maria Jansen"}  # the system under test's own database holds the data's patient
     for cell in report["cells"]:
         trial = load_json(Path(cell["trials"][0]["bundle_path"]) / "trial-report.json")
         outcome = trial["outcome"]
         if cell["scenario_id"] == "hospital-booking":
-            assert outcome["appointment_booked"] and outcome["patient"] == "Maria Jansen"
+            # the exported bundle does not: personal data is redacted (bench.privacy)
+            assert outcome["appointment_booked"] and outcome["patient"] == "[NAME]"
             assert trial["session_id"] in booked and trial["session_id"] not in tickets
             assert [c["name"] for c in outcome["tool_calls"]] == ["book_appointment"]
         else:

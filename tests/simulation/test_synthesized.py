@@ -42,7 +42,7 @@ async def test_synthesized_caller_books_through_the_hospital_system(tmp_path, mo
     assert trial["exit_reason"] == "persona_completion" and trial["outcome"]["appointment_booked"]
     said = [t["content"] for t in trial["evidence"]["turns"][0::2]]
     assert said == ["Hello, I would like to book an appointment at the cardiology department.",
-                    "The patient is Maria Jansen.", "Tuesday morning, please.", "Thank you, goodbye."]
+                    "The patient is [NAME].", "Tuesday morning, please.", "Thank you, goodbye."]  # redacted on export
     verdicts = {v["name"]: v for v in trial["verdicts"]}
     assert verdicts["persona_grounded"]["passed"] and not verdicts["persona_grounded"]["critical"]
     transcript = load_json(tmp_path / "out" / "trial-001" / "transcript.json")
