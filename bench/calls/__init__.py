@@ -4,5 +4,5 @@
 turn-taking from two tracks), ``transcribe`` (machine transcripts, English), ``privacy`` (the one personal-data call
 site), ``importer`` (``voice-bench calls import``), ``stored`` (reading calls back), ``scoring`` (the checkers),
 ``replay`` (``voice-bench calls replay``, on the engine's ``ConversationDriver``), ``report`` (a run of kind
-``imported``) and ``cli``. ``docs/calls.md`` documents the layouts.
+``imported``) and ``cli``. ``docs/guides/import-calls.md`` documents the layouts.
 """

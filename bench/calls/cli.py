@@ -1,7 +1,8 @@
 """``voice-bench calls``: import recorded calls into the store, replay one against a configured system.
 
-- ``calls import PATH...`` — each PATH is one call (``bench.calls.importer``; layouts in ``docs/calls.md``); all of
-  them become one run of kind ``imported``, whose report ``voice-bench report latest --kind imported`` writes.
+- ``calls import PATH...`` — each PATH is one call (``bench.calls.importer``; layouts in
+  ``docs/guides/import-calls.md``); all of them become one run of kind ``imported``, whose report
+  ``voice-bench report latest --kind imported`` writes.
 - ``calls replay CALL_ID --system ID [--config FILE]`` — the call's caller side against the system
   (``bench.calls.replay``), compared with the original; exit 3 when the replay regressed against the thresholds
   (``--max-latency-increase-ms``, ``--min-similarity``, ``--allow-verdict-changes``).

@@ -1,7 +1,8 @@
 """The file formats of a recorded call, as pydantic models, and their readers (every mistake: exit 2 naming file,
 entry and field).
 
-A call is audio plus, optionally, a transcript and a metadata file (``docs/calls.md`` documents the layouts):
+A call is audio plus, optionally, a transcript and a metadata file (``docs/guides/import-calls.md`` documents the
+layouts):
 
 - **Turn list** (``*.json`` with ``turns``): ``{"language": "en", "turns": [{"speaker": "caller" | "agent",
   "start": 0.4, "end": 2.1, "text": "..."}]}`` — times in seconds from the start of the recording.
@@ -63,7 +64,7 @@ class TranscriptTurn(BaseModel):
 
 
 class TurnListTranscript(BaseModel):
-    """The harness's own transcript format (``docs/calls.md``)."""
+    """The harness's own transcript format (``docs/guides/import-calls.md``)."""
 
     model_config = ConfigDict(extra="forbid")
 

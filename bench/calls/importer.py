@@ -1,6 +1,6 @@
 """``voice-bench calls import``: recorded calls into the store as conversations of a run of kind ``imported``.
 
-Where a call's files are (``find_call``; ``docs/calls.md``):
+Where a call's files are (``find_call``; ``docs/guides/import-calls.md``):
 
 - a stereo WAV file ``NAME.wav``: its transcript ``NAME.transcript.json`` / ``.vtt`` / ``.srt`` and its metadata
   ``NAME.metadata.json`` beside it, when present;

@@ -24,7 +24,7 @@ def transcribe_utterances(utterances: list[Utterance], caller: bytes, agent: byt
     """``utterances`` with their text from the recognizer (``source`` names the recording in an error)."""
     if language != "en":
         raise ConfigError(f"{source}: no transcript was given and the offline recognizer (pocketsphinx) has an "
-                          f"English model only, not {language!r}; give a transcript (docs/calls.md)")
+                          f"English model only, not {language!r}; give a transcript (docs/guides/import-calls.md)")
     from bench.audioloop.stt import PocketSphinx
 
     recognizer = PocketSphinx()
