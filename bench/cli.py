@@ -9,7 +9,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import sys
 import traceback
 from pathlib import Path
@@ -76,12 +75,9 @@ def _open_store(path: Path, must_exist: bool) -> Store:
 
 
 def sample_entries(golden: GoldenSet, limit: int | None) -> GoldenSet:
-    """An evenly spread subset of ``limit`` entries (keeps every intent and language represented)."""
-    if not limit or limit >= len(golden.entries):
-        return golden
-    step = len(golden.entries) / limit
-    entries = [golden.entries[math.floor(i * step)] for i in range(limit)]
-    return golden.model_copy(update={"entries": entries})
+    """An evenly spread subset of ``limit`` conversations (keeps every intent and language represented; a
+    conversation entry is kept whole: ``GoldenSet.sample``)."""
+    return golden.sample(limit)
 
 
 def _golden_for_run(run: RunInfo) -> GoldenSet:

@@ -1,6 +1,9 @@
-"""The local scheduler: runs every (system, golden entry, trial) conversation under per-system limits.
+"""The local scheduler: runs every (system, golden conversation, trial) conversation under per-system limits.
 
-A conversation is an independent unit of work (``GoldenUnit`` in, ``ConversationRecord`` out), so a distributed
+A golden conversation is a single-question entry (one exchange) or a conversation entry (its caller turns, one
+after another on one session; ``bench.dataset``), and each turn is recorded as one turn of the conversation
+(``turn_index``) and scored on its own. A conversation is an independent unit of work (``GoldenUnit`` in,
+``ConversationRecord`` out), so a distributed
 executor can run the same unit elsewhere. Systems are interleaved — every system's conversations are in flight at
 once, each system held to its own concurrency — instead of one system after another. Retries are per
 conversation (``bench.engine.retry``, the same policy as a simulation trial's): a retryable failure restarts the
@@ -59,15 +62,28 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class GoldenUnit:
-    """One golden question as a one-exchange conversation of one system in one trial."""
+    """One golden conversation of one system in one trial: a single question (``turns`` one entry) or the turns
+    of a conversation entry, in order (``conversation_id`` then names the conversation entry)."""
 
     system_id: str
-    entry: GoldenEntry
+    turns: tuple[GoldenEntry, ...]
     trial: int
+    conversation_id: str = ""
+
+    def __init__(self, system_id: str, turns: GoldenEntry | tuple[GoldenEntry, ...] | list[GoldenEntry],
+                 trial: int, conversation_id: str = ""):
+        turns = (turns,) if isinstance(turns, GoldenEntry) else tuple(turns)
+        if not turns:
+            raise ValueError("a golden conversation has at least one turn")
+        object.__setattr__(self, "system_id", system_id)
+        object.__setattr__(self, "turns", turns)
+        object.__setattr__(self, "trial", trial)
+        object.__setattr__(self, "conversation_id", conversation_id or turns[0].id)
 
     @property
-    def conversation_id(self) -> str:
-        return self.entry.id
+    def entry(self) -> GoldenEntry:
+        """The first turn (a single question's entry)."""
+        return self.turns[0]
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -86,14 +102,15 @@ class GoldenUnit:
 
     def failed(self, shared: RunContext, code: str, reason: str) -> ConversationRecord:
         """The record of this conversation when it could not run at all (its system did not start, its worker
-        was lost)."""
-        turn = TurnRecord(run_id=shared.run_id, system_id=self.system_id, entry_id=self.entry.id, trial=self.trial,
-                          status="failed", failure_code=code, failure_reason=reason,
-                          conversation_id=self.conversation_id, input_mode=shared.input_mode)
+        was lost): each of its turns failed."""
+        turns = [TurnRecord(run_id=shared.run_id, system_id=self.system_id, entry_id=entry.id, trial=self.trial,
+                            status="failed", failure_code=code, failure_reason=reason, turn_index=index,
+                            conversation_id=self.conversation_id, input_mode=shared.input_mode)
+                 for index, entry in enumerate(self.turns)]
         return ConversationRecord(
             run_id=shared.run_id, system_id=self.system_id, conversation_id=self.conversation_id, trial=self.trial,
-            status="failed", failure_code=turn.failure_code, failure_reason=reason,
-            started_at=_now_iso(), finished_at=_now_iso(), turns=[turn])
+            status="failed", failure_code=code, failure_reason=reason,
+            started_at=_now_iso(), finished_at=_now_iso(), turns=turns)
 
 
 @dataclass
@@ -116,6 +133,14 @@ class RunContext:
         """The knowledge passages one system's session gets for one entry (its context strategy's)."""
         own = self.system_context.get(system_id)
         return (self.context if own is None else own).get(entry_id, [])
+
+    def conversation_context(self, system_id: str, entries: tuple[GoldenEntry, ...]) -> list[str]:
+        """The passages a conversation's session opens with: every turn's, each passage once, in turn order (the
+        session is opened once, and not every adapter can change its context mid-call)."""
+        passages: dict[str, None] = {}
+        for entry in entries:
+            passages.update(dict.fromkeys(self.session_context(system_id, entry.id)))
+        return list(passages)
 
 
 def new_run_id() -> str:
@@ -229,7 +254,7 @@ class StallDeadline:
 
 
 class _Attempt:
-    """One try of a golden conversation: open, one exchange, hang up."""
+    """One try of a golden conversation: open, one exchange per turn, hang up."""
 
     def __init__(self, launched: LaunchedSystem, unit: GoldenUnit, ctx: RunContext, attempt: int):
         self.launched = launched
@@ -240,19 +265,20 @@ class _Attempt:
         self.origin = now()
         self.recorder: DuplexRecorder | None = None
 
-    async def run(self) -> tuple[Exchange, list[Stamped]]:
-        system, entry = self.launched.config, self.unit.entry
+    async def run(self) -> tuple[list[Exchange], list[Stamped]]:
+        system, turns = self.launched.config, self.unit.turns
         spec = await self.launched.session_spec(
             run_id=self.ctx.run_id, conversation_id=self.unit.conversation_id, attempt=self.attempt,
-            language=entry.language, input_mode=self.ctx.input_mode,
-            context=self.ctx.session_context(system.id, entry.id),
+            language=turns[0].language, input_mode=self.ctx.input_mode,
+            context=self.ctx.conversation_context(system.id, turns),
             idle_timeout_s=min(15.0, system.timeout_s / 2),
-            caller_script=[entry.phone_question] if self.ctx.input_mode == "audio" else [],
+            caller_script=[entry.phone_question for entry in turns] if self.ctx.input_mode == "audio" else [],
         )
         deadline: StallDeadline | None = None
+        exchanges: list[Exchange] = []
         try:
             async with asyncio.timeout(None) as timeout:
-                deadline = StallDeadline(timeout, system.timeout_s, CEILING_TIMEOUTS * system.timeout_s)
+                deadline = StallDeadline(timeout, system.timeout_s, CEILING_TIMEOUTS * system.timeout_s * len(turns))
                 session = await self.launched.adapter.open_session(spec)
                 audio = self.ctx.input_mode == "audio"
                 driver = ConversationDriver.open(session, recorder=DuplexRecorder(origin=now()) if audio else None)
@@ -260,18 +286,11 @@ class _Attempt:
                 self.stamps = driver.tap.stamped
                 self.recorder = driver.recorder
                 try:
-                    if audio:
-                        emulator, token = self.launched.emulator, self.launched.token_of(spec)
-                        if emulator is not None and token is not None:  # the emulator's test-double recognizer
-                            await emulator.expect_utterance(token, entry.phone_question)
-                        barge_in = None if self.ctx.barge_in_at_ms is None else BargeIn(
-                            self.ctx.barge_in_at_ms, self.ctx.barge_speech[entry.language])
-                        exchange = await driver.audio(self.ctx.speech[entry.id], barge_in=barge_in)
-                    else:
-                        exchange = await driver.text(entry.phone_question)
+                    for entry in turns:
+                        exchanges.append(await self.exchange(driver, spec, entry))
                 finally:
                     late = await driver.hang_up()
-            return exchange, late
+            return exchanges, late
         except TimeoutError:
             reason = deadline.reason if deadline is not None and deadline.reason else \
                 f"no response within {system.timeout_s:g} s"
@@ -280,6 +299,17 @@ class _Attempt:
             if deadline is not None:
                 deadline.cancel()
             await self.launched.release(spec)
+
+    async def exchange(self, driver: ConversationDriver, spec: Any, entry: GoldenEntry) -> Exchange:
+        """One caller turn: the entry's question, typed or spoken (with the run's barge-in, if any)."""
+        if self.ctx.input_mode != "audio":
+            return await driver.text(entry.phone_question)
+        emulator, token = self.launched.emulator, self.launched.token_of(spec)
+        if emulator is not None and token is not None:  # the emulator's test-double recognizer
+            await emulator.expect_utterance(token, entry.phone_question)
+        barge_in = None if self.ctx.barge_in_at_ms is None else BargeIn(
+            self.ctx.barge_in_at_ms, self.ctx.barge_speech[entry.language])
+        return await driver.audio(self.ctx.speech[entry.id], barge_in=barge_in)
 
 
 async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
@@ -299,17 +329,17 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
     attempts = 0
     last: _Attempt | None = None
     failure: tuple[str, str] | None = None
-    exchange: Exchange | None = None
+    exchanges: list[Exchange] = []
     late: list[Stamped] = []
 
-    async def attempt() -> tuple[Exchange, list[Stamped]]:
+    async def attempt() -> tuple[list[Exchange], list[Stamped]]:
         nonlocal attempts, last
         last = _Attempt(launched, unit, ctx, attempts)
         attempts += 1
         return await last.run()
 
     try:
-        exchange, late = await with_retries(system.retry, attempt)
+        exchanges, late = await with_retries(system.retry, attempt)
     except AdapterError as exc:
         kind = "retryable" if exc.retryable else "not retryable"
         failure = (str(exc.code), f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
@@ -319,32 +349,51 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
 
     def record() -> tuple[ConversationRecord, list[PendingArtifact]]:
         started = _iso(started_at)
-        key = dict(run_id=ctx.run_id, system_id=system.id, entry_id=unit.entry.id, trial=unit.trial,
-                   conversation_id=unit.conversation_id, input_mode=ctx.input_mode, started_at=started,
-                   shared_context=ctx.context.get(unit.entry.id, []))
+        # the wall-clock time of a monotonic stamp (the clocks advance together)
+        wall_offset = time.time() - now()
+
+        def key(index: int, entry: GoldenEntry) -> dict[str, Any]:
+            return dict(run_id=ctx.run_id, system_id=system.id, entry_id=entry.id, trial=unit.trial,
+                        conversation_id=unit.conversation_id, turn_index=index, input_mode=ctx.input_mode,
+                        shared_context=ctx.context.get(entry.id, []))
+
         artifacts: list[PendingArtifact] = []
-        if failure is None and exchange is not None:
-            turn = TurnRecord(status="succeeded", attempts=attempts, **key, **{
-                k: v for k, v in fold(exchange, late).items() if k != "input_mode"})
+        turns: list[TurnRecord] = []
+        if failure is None and len(exchanges) == len(unit.turns):
+            for index, (entry, exchange) in enumerate(zip(unit.turns, exchanges, strict=True)):
+                folded = fold(exchange, late if index == len(exchanges) - 1 else ())
+                turns.append(TurnRecord(status="succeeded", attempts=attempts, **key(index, entry),
+                                        started_at=_iso(exchange.started + wall_offset),
+                                        **{k: v for k, v in folded.items() if k != "input_mode"}))
+                answer_audio = [item.event for item in exchange.stamps if isinstance(item.event, AudioDelta)]
+                if answer_audio:
+                    artifacts.append(PendingArtifact(answer_audio_kind(index),
+                                                     lambda chunks=answer_audio: agent_audio_wav(chunks),
+                                                     "audio/wav", turn_index=index))
             if last is not None and last.recorder is not None:
                 artifacts.append(PendingArtifact("audio", last.recorder.wav, "audio/wav"))
-            answer_audio = [item.event for item in exchange.stamps if isinstance(item.event, AudioDelta)]
-            if answer_audio:
-                artifacts.append(PendingArtifact("answer_audio", lambda: agent_audio_wav(answer_audio),
-                                                 "audio/wav"))
+            status, code, reason = "succeeded", None, None
         else:
             code, reason = failure or (str(ErrorCode.INTERNAL), "no outcome")
-            turn = TurnRecord(status="failed", failure_code=code, failure_reason=redact(reason),
-                              attempts=max(attempts, 1), **key)
+            reason = redact(reason)
+            status = "failed"
+            turns = [TurnRecord(status="failed", failure_code=code, failure_reason=reason, started_at=started,
+                                attempts=max(attempts, 1), **key(index, entry))
+                     for index, entry in enumerate(unit.turns)]
         conversation = ConversationRecord(
             run_id=ctx.run_id, system_id=system.id, conversation_id=unit.conversation_id, trial=unit.trial,
-            status=turn.status, attempts=turn.attempts, failure_code=turn.failure_code,
-            failure_reason=turn.failure_reason, started_at=started, finished_at=_iso(finished_at), turns=[turn],
+            status=status, attempts=max(attempts, 1), failure_code=code, failure_reason=reason, started_at=started,
+            finished_at=_iso(finished_at), turns=turns,
             events=stored_events(last.stamps if last else [], last.origin if last else 0.0),
         )
         return conversation, artifacts
 
     return record
+
+
+def answer_audio_kind(turn_index: int) -> str:
+    """The artifact kind of one turn's answer audio (``answer_audio``; later turns ``answer_audio.<index>``)."""
+    return "answer_audio" if turn_index == 0 else f"answer_audio.{turn_index}"
 
 
 def agent_audio_wav(chunks: list[AudioDelta]) -> bytes:
@@ -451,10 +500,11 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                 harness_version=__version__,
                 kind=kind,
             ))
-        per_system = {s.id: [GoldenUnit(s.id, entry, trial) for trial in range(config.trials)
-                             for entry in golden.entries if (s.id, entry.id, trial) not in done]
+        plan = golden.plan()
+        per_system = {s.id: [GoldenUnit(s.id, tuple(turns), trial, conversation_id) for trial in range(config.trials)
+                             for conversation_id, turns in plan if (s.id, conversation_id, trial) not in done]
                       for s in config.systems}
-        skipped = len(config.systems) * len(golden.entries) * config.trials - sum(map(len, per_system.values()))
+        skipped = len(config.systems) * len(plan) * config.trials - sum(map(len, per_system.values()))
         failures = {s.id: 0 for s in config.systems}
         bar = tqdm(total=sum(map(len, per_system.values())), unit="conversation", file=sys.stderr,
                    disable=not progress, mininterval=1.0, desc="golden")

@@ -22,7 +22,15 @@ from bench.metrics import aggregate
 from bench.metrics.compare import baseline_verdicts, brain_of, comparison, seed, share_brain
 from bench.metrics.frame import CONTEXT_OWN, CONTEXT_SHARED, load_run
 from bench.metrics.judges import criteria_statements, judged_columns
-from bench.metrics.models import CriteriaInfo, RunSummary, SharedBrain, SystemSummary, VendorLatency
+from bench.metrics.models import (
+    ConversationResult,
+    ConversationTurnResult,
+    CriteriaInfo,
+    RunSummary,
+    SharedBrain,
+    SystemSummary,
+    VendorLatency,
+)
 from bench.metrics.trials import trial_stability
 from bench.paths import resolve_output
 from bench.scoring import checkers
@@ -282,7 +290,27 @@ def summarize_frame(
         baseline_verdicts=verdicts,
         shared_brains=shared,
         notes=notes,
+        conversations=conversation_results(frame),
     )
+
+
+def conversation_results(frame: pd.DataFrame) -> list[ConversationResult]:
+    """The multi-turn conversations of a scored frame (more than one turn), each turn's verdict in order."""
+    if not len(frame) or "conversation_id" not in frame.columns:
+        return []
+    multi = frame[frame.groupby(["system_id", "conversation_id", "trial"], observed=True)["turn_index"]
+                  .transform("max") > 0]
+    results = []
+    for (system_id, conversation_id, trial), turns in multi.groupby(["system_id", "conversation_id", "trial"],
+                                                                    observed=True, sort=True):
+        turns = turns.sort_values("turn_index")
+        results.append(ConversationResult(
+            system_id=str(system_id), conversation_id=str(conversation_id), trial=int(trial),
+            turns=[ConversationTurnResult(turn_index=int(r.turn_index), entry_id=str(r.entry_id), status=str(r.status),
+                                          passed=bool(r.passed),
+                                          reasons=r.reasons if isinstance(r.reasons, str) else "")
+                   for r in turns.itertuples(index=False)]))
+    return results
 
 
 def summarize_run(
