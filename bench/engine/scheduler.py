@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
-
-from tqdm import tqdm
 
 from bench import __version__
 from bench.audio.pcm import mono_wav
@@ -35,8 +32,8 @@ from bench.engine.clock import EventTap, Stamped, now
 from bench.engine.conversation import BargeIn, Exchange, event_rows, fold
 from bench.engine.driver import ConversationDriver
 from bench.engine.executors import Executor, LocalExecutor
-from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
+from bench.engine.lifecycle import LifecycleOutcome, default_status, run_conversations
 from bench.engine.registry import create_adapter, native_knowledge_adapters
 from bench.engine.retry import with_retries
 from bench.engine.warmup import warm_up
@@ -44,7 +41,7 @@ from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode, SystemUnderTest
 from bench.protocol.redact import redact
 from bench.records import TurnRecord
-from bench.store import ConversationRecord, RunInfo, Store, StoreWriter, SystemInfo
+from bench.store import ConversationRecord, RunInfo, Store, SystemInfo
 from bench.store.sqlite import RunKind, StoredEvent
 from bench.store.writer import PendingArtifact
 
@@ -452,6 +449,53 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
     return ctx
 
 
+class GoldenJob:
+    """A golden set as a job of the run life cycle (``bench.engine.lifecycle``): its conversations, their inputs and
+    the run as it is recorded."""
+
+    label = "golden"
+
+    def __init__(self, config: RunConfig, golden: GoldenSet, adapters: dict[str, Any], *, run_id: str, resume: bool,
+                 input_mode: str, synthesizer: Any | None, answerer: Any | None, cost_cap: Any | None,
+                 barge_in_at_ms: float | None, kind: RunKind, impairment: str | None, store: Store):
+        self.config, self.golden, self.adapters = config, golden, adapters
+        self.run_id, self.resume, self.input_mode = run_id, resume, input_mode
+        self.synthesizer, self.answerer, self.cost_cap = synthesizer, answerer, cost_cap
+        self.barge_in_at_ms, self.kind, self.impairment, self.store = barge_in_at_ms, kind, impairment, store
+
+    async def prepare(self, done: set[tuple[str, str, int]]) -> tuple[list[GoldenUnit], RunContext]:
+        config = self.config
+        ctx = await _prepare_inputs(self.golden, config, self.input_mode, self.run_id, self.synthesizer,
+                                    self.barge_in_at_ms, self.impairment)
+        await asyncio.to_thread(warm_up)  # imports and first uses before any conversation's clock starts
+        if self.cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
+            self.cost_cap.prepare(config, self.golden, ctx, self.input_mode,
+                                  self.store.turns(self.run_id) if self.resume else [])
+        plan = self.golden.plan()
+        per_system = {s.id: [GoldenUnit(s.id, tuple(turns), trial, conversation_id) for trial in range(config.trials)
+                             for conversation_id, turns in plan if (s.id, conversation_id, trial) not in done]
+                      for s in config.systems}
+        return _interleave(per_system), ctx
+
+    def run_info(self) -> RunInfo:
+        config = self.config
+        return RunInfo(
+            run_id=self.run_id, created_at=_now_iso(), finished_at=None, status="running",
+            dataset_path=self.golden.path, dataset_sha256=self.golden.sha256, trials=config.trials,
+            systems=[system_info(s, self.adapters[s.id], self.answerer) for s in config.systems],
+            config={**config.model_dump(mode="json"), "input_mode": self.input_mode,
+                    **({"barge_in_at_ms": self.barge_in_at_ms} if self.barge_in_at_ms is not None else {}),
+                    **({"impairment": self.impairment} if self.impairment is not None else {})},
+            harness_version=__version__, kind=self.kind)
+
+    def collect(self, unit: GoldenUnit | None, record: ConversationRecord,
+                artifacts: list[PendingArtifact]) -> tuple[list[PendingArtifact], str | None]:
+        return artifacts, None
+
+    def final_status(self, outcome: LifecycleOutcome) -> str:
+        return default_status(outcome)
+
+
 async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, run_id: str | None = None,
                         resume: bool = False, progress: bool = True, adapters: dict[str, Any] | None = None,
                         input_mode: str = "text", reports_dir: Path | None = None,
@@ -461,11 +505,12 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                         impairment: str | None = None) -> RunOutcome:
     """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``.
 
-    ``executor`` says where conversations run (``bench.engine.executors``; default the local executor, asyncio
-    tasks in this process); the store is written here alone, whichever executor ran them. ``cost_cap`` (a
-    ``bench.engine.budget.CostCap``) is asked before each conversation starts; one it refuses is not recorded (left
-    for ``--resume``) and the run is stored as ``incomplete``. ``kind`` is stored with the run (the audio loop's runs
-    are ``audio-loop``, so ``latest`` keeps naming the latest golden run)."""
+    The run's life cycle (launch, resume, cost cap, writer, executor, status) is ``bench.engine.lifecycle``'s, the
+    same as a simulation's. ``executor`` says where conversations run (``bench.engine.executors``; default the
+    local executor, asyncio tasks in this process); the store is written here alone, whichever executor ran them.
+    ``cost_cap`` (a ``bench.engine.budget.CostCap``) is asked before each conversation starts; one it refuses is not
+    recorded (left for ``--resume``) and the run is stored as ``incomplete``. ``kind`` is stored with the run (the
+    audio loop's runs are ``audio-loop``, so ``latest`` keeps naming the latest golden run)."""
     adapters = adapters if adapters is not None else build_adapters(config, input_mode)
     if resume:
         if run_id is None:
@@ -477,76 +522,15 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
         input_mode = existing.config.get("input_mode", input_mode)
         barge_in_at_ms = existing.config.get("barge_in_at_ms", barge_in_at_ms)
         impairment = existing.config.get("impairment", impairment)
-        done = store.completed_keys(run_id)
     else:
         run_id = run_id or new_run_id()
-        done = set()
-    executor = executor if executor is not None else LocalExecutor()
-    try:
-        # emulator settings errors are exit 2, before the run is recorded
-        await executor.launch(config.systems, adapters, answerer=answerer)
-        ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer, barge_in_at_ms, impairment)
-        await asyncio.to_thread(warm_up)  # imports and first uses before any conversation's clock starts
-        if cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
-            cost_cap.prepare(config, golden, ctx, input_mode, store.turns(run_id) if resume else [])
-        if not resume:
-            store.create_run(RunInfo(
-                run_id=run_id, created_at=_now_iso(), finished_at=None, status="running",
-                dataset_path=golden.path, dataset_sha256=golden.sha256, trials=config.trials,
-                systems=[system_info(s, adapters[s.id], answerer) for s in config.systems],
-                config={**config.model_dump(mode="json"), "input_mode": input_mode,
-                        **({"barge_in_at_ms": barge_in_at_ms} if barge_in_at_ms is not None else {}),
-                        **({"impairment": impairment} if impairment is not None else {})},
-                harness_version=__version__,
-                kind=kind,
-            ))
-        plan = golden.plan()
-        per_system = {s.id: [GoldenUnit(s.id, tuple(turns), trial, conversation_id) for trial in range(config.trials)
-                             for conversation_id, turns in plan if (s.id, conversation_id, trial) not in done]
-                      for s in config.systems}
-        skipped = len(config.systems) * len(plan) * config.trials - sum(map(len, per_system.values()))
-        failures = {s.id: 0 for s in config.systems}
-        bar = tqdm(total=sum(map(len, per_system.values())), unit="conversation", file=sys.stderr,
-                   disable=not progress, mininterval=1.0, desc="golden")
-
-        recorded = 0
-
-        last_recorded_at: float | None = None
-
-        def written(record: ConversationRecord) -> None:  # the writer's thread: after the commit
-            nonlocal recorded, last_recorded_at
-            recorded += 1
-            last_recorded_at = datetime.now(UTC).timestamp()
-            bar.update(1)
-
-        # a store file is written by the writer's own process: redaction, JSON and SQLite off this interpreter's lock
-        writer = StoreWriter(store, reports_dir, on_written=written, process=True)
-        try:
-            await asyncio.to_thread(writer.wait_ready)  # its start-up must not share the CPU with conversations
-            for system_id, exc in (await executor.start()).items():
-                # a system that cannot start fails each of its conversations, each recorded
-                reason = redact(f"system failed to start: {describe_exception(exc)}")
-                for unit in per_system[system_id]:
-                    writer.submit(unit.failed(ctx, str(getattr(exc, "code", ErrorCode.INTERNAL)), reason))
-                    failures[system_id] += 1
-                per_system[system_id] = []
-
-            def finished(record: ConversationRecord, artifacts: list[PendingArtifact]) -> None:
-                failures[record.system_id] += record.status == "failed"
-                if cost_cap is not None:
-                    cost_cap.finished(record)
-                writer.submit(record, artifacts)
-
-            await executor.run(_interleave(per_system), ctx, finished,
-                               cost_cap.keep_going if cost_cap is not None else None)
-        finally:
-            await asyncio.to_thread(writer.close)
-            bar.close()
-    finally:
-        await executor.close()
-    total_failures = sum(failures.values())
-    capped = cost_cap is not None and bool(cost_cap.not_started)
-    store.finish_run(run_id, "incomplete" if capped else "completed" if total_failures == 0 else
-                     "completed_with_failures")
-    return RunOutcome(run_id=run_id, recorded=recorded, execution_failures=total_failures,
-                      skipped_as_done=skipped, failures_by_system=failures, last_recorded_at=last_recorded_at)
+    job = GoldenJob(config, golden, adapters, run_id=run_id, resume=resume, input_mode=input_mode,
+                    synthesizer=synthesizer, answerer=answerer, cost_cap=cost_cap, barge_in_at_ms=barge_in_at_ms,
+                    kind=kind, impairment=impairment, store=store)
+    outcome = await run_conversations(
+        job, store, executor if executor is not None else LocalExecutor(), run_id=run_id, resume=resume,
+        systems=config.systems, adapters=adapters, total=len(config.systems) * len(golden.plan()) * config.trials,
+        answerer=answerer, cost_cap=cost_cap, progress=progress, reports_dir=reports_dir)
+    return RunOutcome(run_id=run_id, recorded=outcome.recorded, execution_failures=outcome.execution_failures,
+                      skipped_as_done=outcome.skipped_as_done, failures_by_system=outcome.failures_by_system,
+                      last_recorded_at=outcome.last_recorded_at)

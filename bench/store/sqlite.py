@@ -13,7 +13,8 @@ Everything written passes through the redactor first. Version-1, -2 and -3 store
 row is kept; v3 adds each run's kind and takes in the review tables that version 2 left to ``bench.review``, with
 their rows; v4 keys turns by conversation id and turn index, instead of by entry id, and gives the simulation
 turns stored as ``<cell>#<NNN>`` their conversation's id as entry id); a store written by a newer harness is
-refused with a clear message. ``turns_dataframe`` is the public pandas view of a run; ``bench.store.query`` and ``bench.store.review`` hold the other named queries.
+refused with a clear message. ``turns_dataframe`` is the public pandas view of a run; ``bench.store.query`` and
+``bench.store.review`` hold the other named queries.
 
 Each run has a kind (``golden``, ``audio-loop``, ``simulation``, ``imported``); ``latest`` means the newest run of
 one kind, golden unless the caller asks for another (``--kind``).
