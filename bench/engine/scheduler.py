@@ -28,8 +28,9 @@ from bench.audio.pcm import mono_wav
 from bench.audio.recorder import DuplexRecorder
 from bench.config import RunConfig, SystemConfig
 from bench.dataset import GoldenEntry, GoldenSet
-from bench.engine.clock import EventTap, Stamped, now
+from bench.engine.clock import Stamped, now
 from bench.engine.conversation import BargeIn, Exchange, event_rows, fold
+from bench.engine.deadline import CEILING_TIMEOUTS, StallDeadline
 from bench.engine.driver import ConversationDriver
 from bench.engine.executors import Executor, LocalExecutor
 from bench.engine.launch import LaunchedSystem
@@ -213,43 +214,6 @@ def stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:
     return [StoredEvent(**row) for row in event_rows(stamps, origin)]
 
 
-#: the longest a golden exchange may take while the system keeps sending, in units of its ``timeout_s``
-CEILING_TIMEOUTS = 4
-
-
-class StallDeadline:
-    """The deadline of one exchange: an inactivity timeout, not a limit on the whole exchange.
-
-    The attempt ends when the system has sent no event for ``idle_s`` (a stall) or when ``ceiling_s`` have passed
-    since it started; a response that keeps streaming (an emulator reading a long answer aloud in real time on a
-    busy machine) is not a failure. One timer per attempt, re-armed from the last event's stamp when it fires.
-    """
-
-    def __init__(self, timeout: asyncio.Timeout, idle_s: float, ceiling_s: float):
-        self.loop = asyncio.get_running_loop()
-        self.timeout, self.idle_s = timeout, idle_s
-        self.started = now()
-        self.ceiling = self.started + ceiling_s
-        self.tap: EventTap | None = None
-        self.reason = ""
-        self._handle = self.loop.call_later(idle_s, self._check)
-
-    def _check(self) -> None:
-        t = now()
-        last = self.tap.stamped[-1].t if self.tap is not None and self.tap.stamped else self.started
-        wake = min(max(last, self.started) + self.idle_s, self.ceiling)
-        if t < wake:
-            self._handle = self.loop.call_later(wake - t, self._check)
-            return
-        self.reason = (f"no complete response within {self.ceiling - self.started:g} s (the system was still "
-                       f"sending)" if wake >= self.ceiling else f"no response within {self.idle_s:g} s (no event "
-                       f"from the system for {t - max(last, self.started):.0f} s)")
-        self.timeout.reschedule(self.loop.time())
-
-    def cancel(self) -> None:
-        self._handle.cancel()
-
-
 class _Attempt:
     """One try of a golden conversation: open, one exchange per turn, hang up."""
 
@@ -271,11 +235,10 @@ class _Attempt:
             idle_timeout_s=min(15.0, system.timeout_s / 2),
             caller_script=[entry.phone_question for entry in turns] if self.ctx.input_mode == "audio" else [],
         )
-        deadline: StallDeadline | None = None
+        deadline = StallDeadline(system.timeout_s, CEILING_TIMEOUTS * system.timeout_s * len(turns))
         exchanges: list[Exchange] = []
         try:
-            async with asyncio.timeout(None) as timeout:
-                deadline = StallDeadline(timeout, system.timeout_s, CEILING_TIMEOUTS * system.timeout_s * len(turns))
+            async with deadline:
                 session = await self.launched.adapter.open_session(spec)
                 audio = self.ctx.input_mode == "audio"
                 driver = ConversationDriver.open(session, recorder=DuplexRecorder(origin=now()) if audio else None)
@@ -289,12 +252,9 @@ class _Attempt:
                     late = await driver.hang_up()
             return exchanges, late
         except TimeoutError:
-            reason = deadline.reason if deadline is not None and deadline.reason else \
-                f"no response within {system.timeout_s:g} s"
-            raise AdapterError(reason, code=ErrorCode.TIMEOUT) from None
+            raise AdapterError(deadline.reason or f"no response within {system.timeout_s:g} s",
+                               code=ErrorCode.TIMEOUT) from None
         finally:
-            if deadline is not None:
-                deadline.cancel()
             await self.launched.release(spec)
 
     async def exchange(self, driver: ConversationDriver, spec: Any, entry: GoldenEntry) -> Exchange:

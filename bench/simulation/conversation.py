@@ -42,6 +42,7 @@ from bench.engine.conversation import (
     raise_fatal,
     read_response,
 )
+from bench.engine.deadline import CEILING_TIMEOUTS, StallDeadline
 from bench.engine.driver import ConversationDriver
 from bench.engine.launch import LaunchedSystem
 from bench.engine.pump import last_voiced_sample
@@ -274,8 +275,9 @@ class TrialDriver:
                     break
                 barge = caller.barge_in_for(line)
                 index += 1
+                turn_deadline = StallDeadline(idle_s=plan.turn_timeout_s, ceiling_s=self._ceiling(deadline), tap=tap)
                 try:
-                    async with asyncio.timeout(self._budget(deadline)):
+                    async with turn_deadline:
                         if barge is not None:
                             produced = await self._barge_in(session, tap, spec, recorder, mixer, log, index, line,
                                                             barge, paced)
@@ -286,7 +288,7 @@ class TrialDriver:
                     if deadline is not None and now() >= deadline - 0.05:
                         exit_reason = "max_time"
                         break
-                    raise AdapterError(f"no complete reply within {plan.turn_timeout_s:g} s",
+                    raise AdapterError(turn_deadline.reason or f"no response within {plan.turn_timeout_s:g} s",
                                        code=ErrorCode.TIMEOUT) from None
                 for result in produced:
                     turns.append(result)
@@ -323,11 +325,13 @@ class TrialDriver:
                              notes=notes, non_fatal_errors=errors, tool_outcomes=list(driver.tool_outcomes))
 
     # -- helpers ------------------------------------------------------------------------------------------------
-    def _budget(self, deadline: float | None) -> float:
-        budget = self.plan.turn_timeout_s
+    def _ceiling(self, deadline: float | None) -> float:
+        """A turn's total limit: the engine's ceiling (``CEILING_TIMEOUTS`` turn timeouts), cut at the scenario's
+        ``max_time_seconds``; its idle limit is the turn timeout (``bench.engine.deadline``, as a golden run's)."""
+        ceiling = CEILING_TIMEOUTS * self.plan.turn_timeout_s
         if deadline is not None:
-            budget = min(budget, max(0.05, deadline - now()))
-        return budget
+            ceiling = min(ceiling, max(0.05, deadline - now()))
+        return ceiling
 
     async def _listen(self, recorder: ConversationRecorder | None, paced: bool) -> None:
         """A caller hears the agent out before answering: wait until its audio has played (unpaced: skip ahead)."""
