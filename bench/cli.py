@@ -154,7 +154,7 @@ def _validate_stored_config(stored: dict, source: str) -> RunConfig:
     """The stored config as a ``RunConfig``; a config that no longer validates is exit 2 naming entry and field."""
     from bench.errors import Problem, ValidationFailed
 
-    data = {k: v for k, v in stored.items() if k not in ("input_mode", "barge_in_at_ms", "impairment")}
+    data = {k: v for k, v in stored.items() if k not in ("input_mode", "barge_in_at_ms", "impairment", "pace_audio")}
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -199,6 +199,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 cap_usd=args.max_cost_usd, price_emulated=args.price_emulated)
     if args.barge_in_at_ms is not None and input_mode != "audio":
         raise ConfigError("--barge-in-at-ms needs --input audio (the caller barges in by speaking)")
+    if args.no_pace_audio and input_mode != "audio":
+        raise ConfigError("--no-pace-audio needs --input audio (it changes how the caller's audio is sent)")
     if args.impairment is not None:
         if input_mode != "audio":
             raise ConfigError("--impairment needs --input audio (it changes the caller's audio)")
@@ -227,7 +229,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                 progress=not args.no_progress, adapters=adapters,
                                                 input_mode=input_mode, reports_dir=config.output(config.reports_dir),
                                                 executor=executor, cost_cap=cost_cap,
-                                                barge_in_at_ms=args.barge_in_at_ms, impairment=args.impairment))
+                                                barge_in_at_ms=args.barge_in_at_ms, impairment=args.impairment,
+                                                pace_audio=not args.no_pace_audio))
         except ConfigError as exc:  # emulator settings, a dataset changed since the run started, …
             raise _naming(source, exc) from None
         # what the cap did (estimate, actual, what it left unstarted) goes into the report; an earlier
@@ -427,6 +430,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--impairment", "--impair", metavar="PROFILE",
                      help="with --input audio: the caller's audio through a named impairment profile (pstn, "
                           "mobile-poor, speakerphone; bench/audio/impairments.py), seeded by the run's seed")
+    run.add_argument("--no-pace-audio", action="store_true",
+                     help="with --input audio: send each caller line at once to endpoints that wait for the commit "
+                          "(no server VAD; as a simulation's pace_audio: false), latency still from the end of speech")
     run.add_argument("--resume", metavar="RUN", help="continue a stored run, skipping turns that succeeded")
     run.add_argument("--store", help="store file (default from the config)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")

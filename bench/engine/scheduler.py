@@ -37,6 +37,7 @@ from bench.engine.launch import LaunchedSystem
 from bench.engine.lifecycle import LifecycleOutcome, default_status, run_conversations
 from bench.engine.registry import create_adapter, native_knowledge_adapters
 from bench.engine.retry import with_retries
+from bench.engine.unpaced import ShiftingRecorder, unpaced_exchange
 from bench.engine.warmup import warm_up
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode, SystemUnderTest
@@ -123,6 +124,9 @@ class RunContext:
     barge_in_at_ms: float | None = None
     #: language → what the caller says when it barges in
     barge_speech: dict[str, bytes] = field(default_factory=dict)
+    #: audio: pace the caller's frames on the audio clock (False: a commit-driven endpoint gets each line at once,
+    #: ``bench.engine.unpaced``; an endpoint with server VAD is always paced)
+    pace_audio: bool = True
     #: system id → entry id → session context, for systems whose strategy is not shared_retriever (full_kb: the
     #: knowledge base; vendor_native: nothing); ``context`` stays the shared passages faithfulness is judged on
     system_context: dict[str, dict[str, list[str]]] = field(default_factory=dict)
@@ -241,7 +245,7 @@ class _Attempt:
             async with deadline:
                 session = await self.launched.adapter.open_session(spec)
                 audio = self.ctx.input_mode == "audio"
-                driver = ConversationDriver.open(session, recorder=DuplexRecorder(origin=now()) if audio else None)
+                driver = ConversationDriver.open(session, recorder=ShiftingRecorder(origin=now()) if audio else None)
                 deadline.tap = driver.tap
                 self.stamps = driver.tap.stamped
                 self.recorder = driver.recorder
@@ -264,9 +268,13 @@ class _Attempt:
         emulator, token = self.launched.emulator, self.launched.token_of(spec)
         if emulator is not None and token is not None:  # the emulator's test-double recognizer
             await emulator.expect_utterance(token, entry.phone_question)
+        speech = self.ctx.speech[entry.id]
+        if not self.ctx.pace_audio and not driver.session.capabilities.server_vad:
+            assert isinstance(driver.recorder, ShiftingRecorder)
+            return await unpaced_exchange(driver.session, driver.tap, speech, driver.recorder, observe=driver.observe)
         barge_in = None if self.ctx.barge_in_at_ms is None else BargeIn(
             self.ctx.barge_in_at_ms, self.ctx.barge_speech[entry.language])
-        return await driver.audio(self.ctx.speech[entry.id], barge_in=barge_in)
+        return await driver.audio(speech, barge_in=barge_in)
 
 
 async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
@@ -374,14 +382,14 @@ def _interleave(per_system: dict[str, list[GoldenUnit]]) -> list[GoldenUnit]:
 
 async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str, run_id: str,
                           synthesizer: Any | None, barge_in_at_ms: float | None = None,
-                          impairment: str | None = None) -> RunContext:
+                          impairment: str | None = None, pace_audio: bool = True) -> RunContext:
     """Retrieval once per question (the same passages for every system), each system's context strategy
     (``bench.knowledge.strategy_contexts``; full_kb that does not fit is exit 2) and, for audio, the speech (through
     the named caller-audio ``impairment`` profile, seeded by the run's seed and the entry)."""
     from bench.knowledge import languages_of, load_knowledge_base, strategy_contexts
 
     ctx = RunContext(run_id=run_id, input_mode="audio" if input_mode == "audio" else "text",
-                     barge_in_at_ms=barge_in_at_ms)
+                     barge_in_at_ms=barge_in_at_ms, pace_audio=pace_audio)
     if config.context_top_k:  # context_top_k 0: no shared passages, and no search (BM25 scores every document)
         kb = load_knowledge_base()
         for entry in golden.entries:
@@ -417,16 +425,18 @@ class GoldenJob:
 
     def __init__(self, config: RunConfig, golden: GoldenSet, adapters: dict[str, Any], *, run_id: str, resume: bool,
                  input_mode: str, synthesizer: Any | None, answerer: Any | None, cost_cap: Any | None,
-                 barge_in_at_ms: float | None, kind: RunKind, impairment: str | None, store: Store):
+                 barge_in_at_ms: float | None, kind: RunKind, impairment: str | None, store: Store,
+                 pace_audio: bool = True):
         self.config, self.golden, self.adapters = config, golden, adapters
         self.run_id, self.resume, self.input_mode = run_id, resume, input_mode
         self.synthesizer, self.answerer, self.cost_cap = synthesizer, answerer, cost_cap
         self.barge_in_at_ms, self.kind, self.impairment, self.store = barge_in_at_ms, kind, impairment, store
+        self.pace_audio = pace_audio
 
     async def prepare(self, done: set[tuple[str, str, int]]) -> tuple[list[GoldenUnit], RunContext]:
         config = self.config
         ctx = await _prepare_inputs(self.golden, config, self.input_mode, self.run_id, self.synthesizer,
-                                    self.barge_in_at_ms, self.impairment)
+                                    self.barge_in_at_ms, self.impairment, self.pace_audio)
         await asyncio.to_thread(warm_up)  # imports and first uses before any conversation's clock starts
         if self.cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
             self.cost_cap.prepare(config, self.golden, ctx, self.input_mode,
@@ -445,7 +455,8 @@ class GoldenJob:
             systems=[system_info(s, self.adapters[s.id], self.answerer) for s in config.systems],
             config={**config.model_dump(mode="json"), "input_mode": self.input_mode,
                     **({"barge_in_at_ms": self.barge_in_at_ms} if self.barge_in_at_ms is not None else {}),
-                    **({"impairment": self.impairment} if self.impairment is not None else {})},
+                    **({"impairment": self.impairment} if self.impairment is not None else {}),
+                    **({"pace_audio": False} if not self.pace_audio else {})},
             harness_version=__version__, kind=self.kind)
 
     def collect(self, unit: GoldenUnit | None, record: ConversationRecord,
@@ -462,7 +473,7 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
                         synthesizer: Any | None = None, answerer: Any | None = None,
                         executor: Executor | None = None, cost_cap: Any | None = None,
                         barge_in_at_ms: float | None = None, kind: RunKind = "golden",
-                        impairment: str | None = None) -> RunOutcome:
+                        impairment: str | None = None, pace_audio: bool = True) -> RunOutcome:
     """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``.
 
     The run's life cycle (launch, resume, cost cap, writer, executor, status) is ``bench.engine.lifecycle``'s, the
@@ -470,7 +481,8 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
     local executor, asyncio tasks in this process); the store is written here alone, whichever executor ran them.
     ``cost_cap`` (a ``bench.engine.budget.CostCap``) is asked before each conversation starts; one it refuses is not
     recorded (left for ``--resume``) and the run is stored as ``incomplete``. ``kind`` is stored with the run (the
-    audio loop's runs are ``audio-loop``, so ``latest`` keeps naming the latest golden run)."""
+    audio loop's runs are ``audio-loop``, so ``latest`` keeps naming the latest golden run). ``pace_audio`` False
+    sends each caller line of an audio run at once to a commit-driven endpoint (``bench.engine.unpaced``)."""
     adapters = adapters if adapters is not None else build_adapters(config, input_mode)
     if resume:
         if run_id is None:
@@ -482,11 +494,15 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
         input_mode = existing.config.get("input_mode", input_mode)
         barge_in_at_ms = existing.config.get("barge_in_at_ms", barge_in_at_ms)
         impairment = existing.config.get("impairment", impairment)
+        pace_audio = existing.config.get("pace_audio", pace_audio)
     else:
         run_id = run_id or new_run_id()
+    if not pace_audio and barge_in_at_ms is not None:
+        raise ConfigError("a barge-in needs the caller's audio on the audio clock: --barge-in-at-ms cannot be "
+                          "combined with unpaced audio (--no-pace-audio)")
     job = GoldenJob(config, golden, adapters, run_id=run_id, resume=resume, input_mode=input_mode,
                     synthesizer=synthesizer, answerer=answerer, cost_cap=cost_cap, barge_in_at_ms=barge_in_at_ms,
-                    kind=kind, impairment=impairment, store=store)
+                    kind=kind, impairment=impairment, store=store, pace_audio=pace_audio)
     outcome = await run_conversations(
         job, store, executor if executor is not None else LocalExecutor(), run_id=run_id, resume=resume,
         systems=config.systems, adapters=adapters, total=len(config.systems) * len(golden.plan()) * config.trials,

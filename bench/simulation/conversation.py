@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from bench.audio.pcm import CANONICAL_RATE, is_silent, split_frames
-from bench.audio.recorder import DuplexRecorder
+from bench.audio.pcm import CANONICAL_RATE, is_silent
 from bench.engine.clock import EventTap, Stamped, now
 from bench.engine.conversation import (
     BargeIn,
@@ -40,13 +39,13 @@ from bench.engine.conversation import (
     Exchange,
     fold,
     raise_fatal,
-    read_response,
 )
 from bench.engine.deadline import CEILING_TIMEOUTS, StallDeadline
 from bench.engine.driver import ConversationDriver
 from bench.engine.launch import LaunchedSystem
 from bench.engine.pump import last_voiced_sample
 from bench.engine.tools import ToolBackend, ToolOutcome
+from bench.engine.unpaced import ShiftingRecorder, unpaced_exchange
 from bench.protocol import (
     AdapterError,
     AudioDelta,
@@ -86,20 +85,10 @@ def session_document(passages: list[str]) -> dict[str, Any] | None:
     return None
 
 
-class ConversationRecorder(DuplexRecorder):
+class ConversationRecorder(ShiftingRecorder):
     """Both tracks of the whole conversation. The engine's driver asks for the caller-heard latency after each
     exchange; here the VAD runs once after the conversation, off the event loop, so nothing is answered now.
-
-    ``shift`` is the audio time that unpaced sending skipped: each unpaced utterance is recorded as if it had been
-    spoken in real time, and everything after it moves on by its duration (0 for paced audio)."""
-
-    shift: float = 0.0
-
-    def _samples(self, t: float) -> int:
-        return max(0, round((t + self.shift - self.origin) * self.sample_rate))
-
-    def _time(self, samples: int) -> float:
-        return self.origin + samples / self.sample_rate - self.shift
+    ``shift``: the audio time unpaced sending skipped (``bench.engine.unpaced``)."""
 
     def caller_heard_ms(self, speech_end: float) -> float | None:
         return None
@@ -412,7 +401,7 @@ class TrialDriver:
         if paced:
             exchange = await self._driver.audio(mixed, line=mixer.line_after(mix))
         else:
-            exchange = await _unpaced_exchange(session, tap, mixed, recorder)
+            exchange = await unpaced_exchange(session, tap, mixed, recorder, observe=self._driver.observe)
         speech_start, speech_end = _speech_bounds(exchange, clean, mixed)
         exchange.speech_end = speech_end
         exchange.zero = speech_end if speech_end is not None else exchange.zero
@@ -564,38 +553,3 @@ def _speech_bounds(exchange: Exchange, clean: bytes, mixed: bytes) -> tuple[floa
     speech_start = exchange.started + first / CANONICAL_RATE if first is not None else None
     return speech_start, end
 
-
-async def _unpaced_exchange(session: Any, tap: EventTap, speech: bytes,
-                            recorder: ConversationRecorder) -> Exchange:
-    """``pace_audio: false`` for a commit-driven endpoint: every frame at once, then ``end_input``. The utterance is
-    recorded as if spoken in real time (the recorder's ``shift`` grows by what the burst skipped); on the engine
-    clock the speech counts as having ended just before the commit."""
-    exchange = Exchange(input_mode="audio", started=now())
-    frames = split_frames(speech, 20.0)
-    step = 0.02
-    reader = read_response(tap, exchange)
-    try:
-        sending = now()
-        for frame in frames:
-            await session.push_audio(frame)
-        committed = now()
-        for k, frame in enumerate(frames):
-            recorder.caller(sending + (k + 1) * step, frame)
-        spoken = len(frames) * step
-        recorder.shift += spoken - (committed - sending)
-        last = last_voiced_sample(speech)
-        trailing = (len(frames) * step * CANONICAL_RATE - 1 - last) / CANONICAL_RATE if last is not None else 0.0
-        exchange.started = committed - spoken
-        exchange.speech_end = committed - trailing
-        await session.end_input()
-        await reader
-    finally:
-        if not reader.done():
-            reader.cancel()
-            with contextlib.suppress(BaseException):
-                await reader
-    exchange.zero = exchange.speech_end
-    for item in exchange.stamps:
-        if isinstance(item.event, AudioDelta):
-            recorder.agent(item.t, item.event.pcm16, item.event.sample_rate, item.event.response_id)
-    return exchange

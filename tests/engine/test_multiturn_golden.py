@@ -1,20 +1,24 @@
 """Multi-turn golden entries: a conversation entry (``turns``) loads as one scored entry per turn, runs as ONE
 conversation on one session through the driver, is stored turn by turn (conversation id + turn index), is scored
-by the same checkers and reported per turn grouped by conversation; bad input names file, entry, turn and field."""
+by the same checkers and reported per turn grouped by conversation; bad input names file, entry, turn and field.
+Unpaced audio (``pace_audio``) works for golden conversations as for simulations."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from bench.audio.pcm import tone_pcm16
 from bench.cli import main
 from bench.config import RetryPolicy, RunConfig, SystemConfig
 from bench.dataset import SHIPPED_CONVERSATIONS_PATH, load_golden, validate_files
+from bench.engine.clock import now
 from bench.engine.scheduler import run_benchmark
 from bench.metrics import summarize_run
+from bench.protocol import SessionSpec
 from bench.report.markdown import render_markdown
 from bench.store import Store
-from tests.fakes.system import FakeSystem
+from tests.fakes.system import FakeSession, FakeSystem
 
 VOICE = {"max_sentences": 3, "forbidden_tokens": ["*"], "conversational_intent": "answered"}
 REFERENCE = {"doc_ids": ["kb-1"], "key_facts": ["open until five"]}
@@ -98,4 +102,53 @@ async def test_a_conversation_entry_runs_on_one_session_and_is_stored_and_report
     markdown = render_markdown(summary)
     assert "## Conversations" in markdown and "| fake | CONV | 1 |" in markdown
     assert "Pass rates count turns" in markdown
+    store.close()
+
+
+class _CommitSession(FakeSession):
+    """A commit-driven endpoint (no server VAD): it answers when the caller's line is committed."""
+
+    async def push_audio(self, frame: bytes) -> None:
+        self.system.pushed.append(now())
+
+    async def end_input(self) -> None:
+        self.system.committed.append(now())
+        self.speaking = self.spawn(self._respond(f"line {len(self.system.committed)}", 0.05))
+
+
+class _CommitSystem(FakeSystem):
+    def __init__(self) -> None:
+        super().__init__()
+        self.capabilities = self.capabilities.model_copy(update={"server_vad": False})
+        self.pushed: list[float] = []
+        self.committed: list[float] = []
+
+    async def open_session(self, spec: SessionSpec) -> FakeSession:
+        self.connections += 1
+        return _CommitSession(self, spec)
+
+
+class _ToneSpeech:
+    def pcm(self, text: str, language: str) -> bytes:
+        return b"\x00" * 4800 + tone_pcm16(3000)  # 3.1 s of caller audio
+
+
+async def test_unpaced_audio_sends_each_line_of_a_golden_conversation_at_once(tmp_path) -> None:
+    turns = [{"phone_question": "Hello?", "voice_expected": {**VOICE, "conversational_intent": "clarify"}},
+             {"phone_question": "Bye.", "voice_expected": {**VOICE, "conversational_intent": "farewell"}}]
+    golden = validate_files([_write(tmp_path / "golden.json", [{"id": "CONV", "language": "en", "turns": turns}])],
+                            known_doc_ids=set())[0]
+    system = _CommitSystem()
+    store = Store(tmp_path / "s.sqlite")
+    outcome = await run_benchmark(_config(), golden, store, progress=False, adapters={"fake": system},
+                                  input_mode="audio", synthesizer=_ToneSpeech(), reports_dir=tmp_path / "reports",
+                                  pace_audio=False)
+    records = store.turns(outcome.run_id)
+    assert [(r.turn_index, r.status) for r in records] == [(0, "succeeded"), (1, "succeeded")]
+    assert all(r.ttfa_ms is not None and r.ttfa_ms >= 0 for r in records)  # from the end of the caller's speech
+    assert len(system.committed) == 2
+    # each 3.1 s line went out in a burst, not in real time (the bound is loose: a loaded machine is slow, not 3 s)
+    first_line = [t for t in system.pushed if t <= system.committed[0]]
+    assert system.committed[0] - first_line[0] < 2.0
+    assert store.get_run(outcome.run_id).config["pace_audio"] is False
     store.close()
