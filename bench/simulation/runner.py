@@ -10,7 +10,7 @@ cluster). A trial is one conversation run by ``conversation.TrialDriver`` with r
 failure restarts the conversation on a new session, attempt + 1); after it: voice metrics (off the event loop), the
 outcome probe, deterministic verdicts, judges and the naturalness metric, then the trial's bundle
 (``trial.TrialRunner``). This driver alone writes the store — each conversation record (one turn record per
-exchange, its events, the trial report as an artifact) goes through the writer thread — and, for trials that ran on
+exchange, its events, the trial report as an artifact) goes through the store writer — and, for trials that ran on
 Ray workers, their bundles, which come back as bytes.
 
 Resumable: ``run-state.json`` in the artifacts directory names the run and the suite's hash; a run that was killed
