@@ -43,11 +43,11 @@ class StallDeadline:
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                        traceback: TracebackType | None) -> bool | None:
+                        traceback: TracebackType | None) -> None:
         if self._handle is not None:
             self._handle.cancel()
         assert self._timeout is not None
-        return await self._timeout.__aexit__(kind, exc, traceback)
+        await self._timeout.__aexit__(kind, exc, traceback)
 
     @property
     def ceiling(self) -> float:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -332,8 +333,7 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
                                         **{k: v for k, v in folded.items() if k != "input_mode"}))
                 answer_audio = [item.event for item in exchange.stamps if isinstance(item.event, AudioDelta)]
                 if answer_audio:
-                    artifacts.append(PendingArtifact(answer_audio_kind(index),
-                                                     lambda chunks=answer_audio: agent_audio_wav(chunks),
+                    artifacts.append(PendingArtifact(answer_audio_kind(index), partial(agent_audio_wav, answer_audio),
                                                      "audio/wav", turn_index=index))
             if last is not None and last.recorder is not None:
                 artifacts.append(PendingArtifact("audio", last.recorder.wav, "audio/wav"))

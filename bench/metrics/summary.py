@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from pydantic import ValidationError
@@ -301,15 +301,15 @@ def conversation_results(frame: pd.DataFrame) -> list[ConversationResult]:
     multi = frame[frame.groupby(["system_id", "conversation_id", "trial"], observed=True)["turn_index"]
                   .transform("max") > 0]
     results = []
-    for (system_id, conversation_id, trial), turns in multi.groupby(["system_id", "conversation_id", "trial"],
-                                                                    observed=True, sort=True):
-        turns = turns.sort_values("turn_index")
+    for key, turns in multi.groupby(["system_id", "conversation_id", "trial"], observed=True, sort=True):
+        system_id, conversation_id, trial = cast(tuple[str, str, int], key)
+        rows = turns.sort_values("turn_index").to_dict("records")
         results.append(ConversationResult(
             system_id=str(system_id), conversation_id=str(conversation_id), trial=int(trial),
-            turns=[ConversationTurnResult(turn_index=int(r.turn_index), entry_id=str(r.entry_id), status=str(r.status),
-                                          passed=bool(r.passed),
-                                          reasons=r.reasons if isinstance(r.reasons, str) else "")
-                   for r in turns.itertuples(index=False)]))
+            turns=[ConversationTurnResult(turn_index=int(r["turn_index"]), entry_id=str(r["entry_id"]),
+                                          status=str(r["status"]), passed=bool(r["passed"]),
+                                          reasons=r["reasons"] if isinstance(r["reasons"], str) else "")
+                   for r in rows]))
     return results
 
 
