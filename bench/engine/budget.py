@@ -408,15 +408,23 @@ class CostCap:
             raise RuntimeError("CostCap.prepare was not called")
         return self.estimator
 
+    def charge(self, unit: Any) -> float:
+        """What the cap charges for ``unit`` before it runs: its turns' estimates (0 for a system not charged)."""
+        estimator = self._need()
+        return sum(estimator.charge(unit.system_id, entry) for entry in unit.turns)
+
+    def actual(self, record: Any) -> float | None:
+        """The metered actual of a finished conversation (None: unknown, its estimate is charged)."""
+        return self._need().actual(record.system_id, record.turns)
+
     def keep_going(self, unit: Any) -> bool:
         """The executor's ``keep_going(unit)``: may this conversation start?"""
-        estimator = self._need()
-        charge = sum(estimator.charge(unit.system_id, entry) for entry in unit.turns)
+        charge = self.charge(unit)
         if charge <= 0:
             return True
         committed = self.spent + sum(self.reserved.values())
         if committed + charge > self.cap_usd + _EPS:
-            self.not_started.append(NotStarted(system_id=unit.system_id, entry_id=unit.conversation_id,
+            self.not_started.append(NotStarted(system_id=unit.system_id, entry_id=unit.key[1],
                                                trial=unit.trial, estimate_usd=round(charge, 6)))
             return False
         self.reserved[unit.key] = charge
@@ -430,7 +438,7 @@ class CostCap:
         estimate = self.reserved.pop(key, None)
         if estimate is None:  # not charged (free, or its system did not start)
             return
-        actual = self._need().actual(record.system_id, record.turns)
+        actual = self.actual(record)
         if actual is None:
             self.actual_unknown += 1
         else:

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
+from bench.engine.budget import CostCap, NotStarted
 from bench.engine.executors import Executor, LocalExecutor, make_executor
 from bench.engine.lifecycle import LifecycleOutcome, run_conversations
 from bench.engine.registry import create_adapter
@@ -112,32 +113,30 @@ def _content(artifact: PendingArtifact) -> bytes:
     return artifact.data() if callable(artifact.data) else artifact.data
 
 
-class _TrialCostCap:
-    """The simulation's cost cap, asked by the run life cycle once per trial before it starts (local) or is sent to
-    a worker (Ray): the spend so far (metered actual of finished trials + estimates of the ones under way) plus this
-    one's estimate must stay within the cap."""
+class _TrialCostCap(CostCap):
+    """The engine's cost cap (``bench.engine.budget.CostCap``, asked by the run life cycle once per trial before it
+    starts or is sent to a worker) on a simulation's figures: a trial is charged its estimate before it starts
+    (persona, judges and the system on its price plan; EMULATED systems at list price with ``price_emulated``), then
+    the actual its trial report metered."""
 
-    def __init__(self, run: SimulationRun):
+    def __init__(self, run: SimulationRun, cap_usd: float):
+        super().__init__(cap_usd, price_emulated=run.options.price_emulated)
         self.run = run
-        self.cap = run.options.max_cost_usd if run.options.max_cost_usd is not None else run.run.cost.max_usd
-        self.not_started = run.not_started
 
-    def keep_going(self, unit: Unit) -> bool:
-        run = self.run
-        committed = run.spent + sum(run.reserved.values())
-        if self.cap is not None and committed + unit.estimate > self.cap:
-            self.not_started.append(unit)
-            LOG.info("cost cap: not starting %s trial %d (spent+running %.4f + estimate %.4f > cap %.4f)",
-                     unit.cell.id, unit.trial + 1, committed, unit.estimate, self.cap)
-            return False
-        run.reserved[unit.key] = unit.estimate
-        run.estimate_total += unit.estimate
-        return True
+    def charge(self, unit: Any) -> float:
+        return float(unit.estimate)
 
-    def finished(self, record: ConversationRecord) -> None:
-        key = (record.system_id, record.conversation_id, record.trial)
-        self.run.reserved.pop(key, None)
-        self.run.spent += float(self.run.outcomes.get(key, {}).get("cost", {}).get("actual_usd") or 0.0)
+    def actual(self, record: Any) -> float | None:
+        report = self.run.outcomes.get((record.system_id, record.conversation_id, record.trial))
+        value = (report or {}).get("cost", {}).get("actual_usd")
+        return float(value) if value is not None else None
+
+    def keep_going(self, unit: Any) -> bool:
+        if super().keep_going(unit):
+            return True
+        LOG.info("cost cap: not starting %s trial %d (spent+running %.4f + estimate %.4f > cap %.4f)", unit.cell.id,
+                 unit.trial + 1, self.spent + sum(self.reserved.values()), unit.estimate, self.cap_usd)
+        return False
 
 
 class _SimulationJob:
@@ -152,8 +151,9 @@ class _SimulationJob:
     async def prepare(self, done: set[tuple[str, str, int]]) -> tuple[list[Unit], TrialRunner]:
         run = self.run
         kept = run._load_done(done)
-        for key in kept:
-            run.spent += float(run.outcomes[key].get("cost", {}).get("actual_usd") or 0.0)
+        if run.cost_cap is not None:  # what the finished trials cost counts against the cap on resume
+            run.cost_cap.spent = run.cost_cap.spent_before = sum(
+                float(run.outcomes[key].get("cost", {}).get("actual_usd") or 0.0) for key in kept)
         for setup in run.suite.systems:
             run.input_modes[setup.id] = input_mode_for(setup.spec, run.run, run.adapters[setup.id].capabilities,
                                                        no_audio=run.options.no_audio)
@@ -192,7 +192,7 @@ class _SimulationJob:
         report = self.run._run_report(self.run_id)
         if report["process_exit_code"] == EXIT_OK:
             return "completed"
-        executed = not self.run.not_started and not report["execution_failures"]
+        executed = not outcome.not_started and not report["execution_failures"]
         return "completed_with_failures" if executed else "incomplete"
 
 
@@ -228,10 +228,10 @@ class SimulationRun:
         self.input_modes: dict[str, str] = {}
         self.priced: dict[str, costs.PricedSystem] = {}
         self.outcomes: dict[tuple[str, str, int], dict[str, Any]] = {}
-        self.not_started: list[Unit] = []
-        self.spent = 0.0
-        self.reserved: dict[tuple[str, str, int], float] = {}
-        self.estimate_total = 0.0
+        cap = options.max_cost_usd if options.max_cost_usd is not None else suite.run.cost.max_usd
+        #: the cost cap (None: no cap); what it did not start is ``not_started``
+        self.cost_cap = _TrialCostCap(self, cap) if cap is not None else None
+        self.not_started: list[NotStarted] = self.cost_cap.not_started if self.cost_cap is not None else []
         self._handler: logging.Handler | None = None
 
     # -- layout -------------------------------------------------------------------------------------------------
@@ -407,7 +407,7 @@ class SimulationRun:
         try:
             outcome = await run_conversations(
                 job, store, executor, run_id=run_id, resume=resumed, systems=[s.config for s in self.suite.systems],
-                adapters=self.adapters, total=len(self.units()), launcher=self.launcher(), cost_cap=_TrialCostCap(self),
+                adapters=self.adapters, total=len(self.units()), launcher=self.launcher(), cost_cap=self.cost_cap,
                 progress=self.options.progress, reports_dir=self.dir / "store-artifacts")
         finally:
             if job.runner is not None:
@@ -474,8 +474,8 @@ class SimulationRun:
                      "estimate_usd": round(sum(float(r.get("cost", {}).get("estimate_usd") or 0) for r in all_reports),
                                            6),
                      "actual_usd": round(sum(float(r.get("cost", {}).get("actual_usd") or 0) for r in all_reports), 6),
-                     "not_started": [{"system_id": u.system_id, "cell_id": u.cell.id, "trial": u.trial + 1,
-                                      "estimate_usd": self.estimate(u)} for u in self.not_started],
+                     "not_started": [{"system_id": n.system_id, "cell_id": n.entry_id, "trial": n.trial + 1,
+                                      "estimate_usd": n.estimate_usd} for n in self.not_started],
                      "plans": {s: p.plan_label for s, p in self.priced.items()}},
             "finished_at": _now_iso(),
         }
