@@ -1,15 +1,17 @@
-"""The local scheduler: runs every (system, golden conversation, trial) conversation under per-system limits.
+"""Golden runs: every (system, golden conversation, trial) conversation as a unit of the one run life cycle.
 
 A golden conversation is a single-question entry (one exchange) or a conversation entry (its caller turns, one
 after another on one session; ``bench.dataset``), and each turn is recorded as one turn of the conversation
 (``turn_index``) and scored on its own. A conversation is an independent unit of work (``GoldenUnit`` in,
-``ConversationRecord`` out), so a distributed
-executor can run the same unit elsewhere. Systems are interleaved — every system's conversations are in flight at
-once, each system held to its own concurrency — instead of one system after another. Retries are per
-conversation (``bench.engine.retry``, the same policy as a simulation trial's): a retryable failure restarts the
-conversation on a new connection (attempt + 1), backing off exponentially or as long as the vendor's Retry-After
-asks. Finished conversations go to the store writer thread;
-every conversation is recorded exactly once, succeeded or failed with its normalized code and reason.
+``ConversationRecord`` out), so a distributed executor can run the same unit elsewhere. ``run_benchmark`` hands the
+golden set as a job (``GoldenJob``) to ``bench.engine.lifecycle``, the run life cycle a simulation shares (launch,
+resume, cost cap, store writer, executor, progress, status). Systems are interleaved — every system's conversations
+are in flight at once, each system held to its own concurrency — instead of one system after another. Retries are
+per conversation (``bench.engine.retry``, the same policy as a simulation trial's): a retryable failure restarts
+the conversation on a new connection (attempt + 1), backing off exponentially or as long as the vendor's
+Retry-After asks; each attempt is held to one ``StallDeadline`` (``bench.engine.deadline``: idle + total limit, as a
+simulation turn is). Every conversation is recorded exactly once, succeeded or failed with its normalized code and
+reason.
 """
 
 from __future__ import annotations
