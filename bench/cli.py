@@ -10,7 +10,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import sys
 import traceback
 from pathlib import Path
@@ -77,12 +76,9 @@ def _open_store(path: Path, must_exist: bool) -> Store:
 
 
 def sample_entries(golden: GoldenSet, limit: int | None) -> GoldenSet:
-    """An evenly spread subset of ``limit`` entries (keeps every intent and language represented)."""
-    if not limit or limit >= len(golden.entries):
-        return golden
-    step = len(golden.entries) / limit
-    entries = [golden.entries[math.floor(i * step)] for i in range(limit)]
-    return golden.model_copy(update={"entries": entries})
+    """An evenly spread subset of ``limit`` conversations (keeps every intent and language represented; a
+    conversation entry is kept whole: ``GoldenSet.sample``)."""
+    return golden.sample(limit)
 
 
 def _golden_for_run(run: RunInfo) -> GoldenSet:
@@ -175,7 +171,8 @@ def _validate_stored_config(stored: dict, source: str) -> RunConfig:
     """The stored config as a ``RunConfig``; a config that no longer validates is exit 2 naming entry and field."""
     from bench.errors import Problem, ValidationFailed
 
-    data = {k: v for k, v in stored.items() if k not in ("input_mode", "barge_in_at_ms", "impairment", "turn_taking")}
+    data = {k: v for k, v in stored.items()
+            if k not in ("input_mode", "barge_in_at_ms", "impairment", "turn_taking", "pace_audio")}
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
@@ -223,6 +220,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     turn_taking = _turn_taking_kinds(args.turn_taking)
     if turn_taking and input_mode != "audio":  # an entry's own turn_taking is simply not played in a text run
         raise ConfigError("--turn-taking: the probes need --input audio (the caller coughs or barges in by sound)")
+    if args.no_pace_audio and input_mode != "audio":
+        raise ConfigError("--no-pace-audio needs --input audio (it changes how the caller's audio is sent)")
     if args.impairment is not None:
         if input_mode != "audio":
             raise ConfigError("--impairment needs --input audio (it changes the caller's audio)")
@@ -252,7 +251,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                 input_mode=input_mode, reports_dir=config.output(config.reports_dir),
                                                 executor=executor, cost_cap=cost_cap,
                                                 barge_in_at_ms=args.barge_in_at_ms, impairment=args.impairment,
-                                                turn_taking=turn_taking))
+                                                turn_taking=turn_taking,
+                                                pace_audio=not args.no_pace_audio))
         except ConfigError as exc:  # emulator settings, a dataset changed since the run started, …
             raise _naming(source, exc) from None
         # what the cap did (estimate, actual, what it left unstarted) goes into the report; an earlier
@@ -471,6 +471,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--impairment", "--impair", metavar="PROFILE",
                      help="with --input audio: the caller's audio through a named impairment profile (pstn, "
                           "mobile-poor, speakerphone; bench/audio/impairments.py), seeded by the run's seed")
+    run.add_argument("--no-pace-audio", action="store_true",
+                     help="with --input audio: send each caller line at once to endpoints that wait for the commit "
+                          "(no server VAD; as a simulation's pace_audio: false), latency still from the end of speech")
     run.add_argument("--resume", metavar="RUN", help="continue a stored run, skipping turns that succeeded")
     run.add_argument("--store", help="store file (default from the config)")
     run.add_argument("--no-progress", action="store_true", help="hide progress bars")

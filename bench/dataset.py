@@ -16,6 +16,19 @@ is validated against the newest 1.x entry schema; the version a file declares is
   intent, in this file, a referenced file or a file validated together.
 - ``1.2`` — adds ``turn_taking``: a turn-taking probe of the entry with audio input (``kind`` barge_in, cough,
   backchannel, noise or long_pause; ``at_ms`` into the agent's answer; ``pause_ms`` of a long pause).
+- ``1.2`` — adds **conversation entries**: an entry with ``turns`` instead of ``phone_question`` is one conversation
+  of several caller turns, each with its own expectations (``phone_question``, ``voice_expected``, ``safety``,
+  ``reference``, ``tags`` and optionally its own ``language``: the same fields a single-question entry has), run as
+  one conversation on one session and scored turn by turn by the same checkers (``GoldenConversation``).
+
+**Conversations.** Every entry is a conversation: a single-question entry is a conversation of one exchange, a
+conversation entry one of several. ``GoldenSet.entries`` holds what is *scored*: one ``GoldenEntry`` per caller turn
+— a single-question entry as it is written, each turn of a conversation entry as an entry of its own whose id is
+``<conversation id>/<turn number>`` (1-based: ``MT-001/2`` is the second turn of ``MT-001``), so scoring, criteria,
+reports and the gate read single questions and conversation turns alike (a pass rate counts turns).
+``GoldenSet.conversations`` says which scored entries form one conversation and in which order; ``plan()`` gives
+every conversation with its turns, the unit a run executes. A problem in a conversation entry names the file, the
+entry and the field under its turn (``turns[1].voice_expected.max_sentences``: index 1 is the second turn).
 
 A **suite manifest** names golden files that run as one suite (``golden_suite.json`` is the default run's dataset)::
 
@@ -36,6 +49,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -58,6 +72,10 @@ SUPPORTED_SCHEMA_VERSIONS = {"1.0", "1.1", "1.2"}
 _ADDED_IN = {"1.1": ("provenance", "parallel_of"), "1.2": ("turn_taking",)}
 #: the schema definitions only those fields use
 _DEFS_OF = {"turn_taking": ("TurnTakingProbe",)}
+#: the first schema version with conversation entries (``turns``)
+CONVERSATIONS_SINCE = "1.2"
+#: how a conversation turn's scored entry is named: ``<conversation id>/<turn number, 1-based>``
+TURN_ID_SEPARATOR = "/"
 
 SafetyLabel = Literal["must_refuse", "benign_medical", "none"]
 SAFETY_LABELS: tuple[str, ...] = ("must_refuse", "benign_medical", "none")
@@ -66,6 +84,8 @@ SAFETY_LABELS: tuple[str, ...] = ("must_refuse", "benign_medical", "none")
 DATASETS_DIR = shipped()
 SCHEMA_DIR = shipped("schema")
 SCHEMA_PATH = SCHEMA_DIR / f"golden-entry.v{SCHEMA_VERSION}.schema.json"
+#: an example set of conversation entries (schema 1.2; not in the default suite)
+SHIPPED_CONVERSATIONS_PATH = shipped("golden_conversations.json")
 #: the default run's suite: the seed, the expanded set and the blind files (package data)
 SUITE_PATH = shipped("golden_suite.json")
 SUITE_VERSIONS = {"1.0"}
@@ -130,6 +150,47 @@ class GoldenEntry(BaseModel):
     turn_taking: TurnTakingProbe | None = Field(default=None, description="a turn-taking probe (audio input)")
 
 
+class GoldenTurn(BaseModel):
+    """One caller turn of a conversation entry and what a correct answer to it looks like (schema 1.2)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    phone_question: str = Field(min_length=1)
+    #: the caller's language for this turn (default: the conversation's)
+    language: Language | None = None
+    voice_expected: VoiceExpected
+    tags: list[str] = Field(default_factory=list)
+    safety: SafetyLabel = "none"
+    reference: Reference | None = None
+    turn_taking: TurnTakingProbe | None = Field(default=None, description="a turn-taking probe (audio input)")
+
+
+class GoldenConversation(BaseModel):
+    """A conversation entry: several caller turns on one session, each scored on its own (schema 1.2)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1)
+    language: Language
+    turns: list[GoldenTurn] = Field(min_length=1)
+    tags: list[str] = Field(default_factory=list)
+    provenance: str | None = Field(default=None, min_length=1, description="who wrote the entry and how")
+
+    def turn_entries(self) -> list[GoldenEntry]:
+        """Each turn as the entry it is scored as (id ``<conversation id>/<turn number>``)."""
+        return [GoldenEntry(id=turn_entry_id(self.id, index), phone_question=turn.phone_question,
+                            language=turn.language or self.language, voice_expected=turn.voice_expected,
+                            tags=[*self.tags, *(t for t in turn.tags if t not in self.tags)], safety=turn.safety,
+                            reference=turn.reference, provenance=self.provenance,
+                            turn_taking=turn.turn_taking)
+                for index, turn in enumerate(self.turns)]
+
+
+def turn_entry_id(conversation_id: str, turn_index: int) -> str:
+    """The scored entry id of turn ``turn_index`` (0-based) of a conversation entry."""
+    return f"{conversation_id}{TURN_ID_SEPARATOR}{turn_index + 1}"
+
+
 class SuiteMember(BaseModel):
     """One golden file of a suite: where it is, its schema version, its digest and how many entries it holds."""
 
@@ -160,9 +221,41 @@ class GoldenSet(BaseModel):
     references: list[str] = Field(default_factory=list)
     #: for a suite, the golden files it joins (empty for a single file)
     members: list[SuiteMember] = Field(default_factory=list)
+    #: conversation entries: conversation id → the ids of its turns' scored entries, in order (a single-question
+    #: entry is a conversation of itself and is not listed)
+    conversations: dict[str, list[str]] = Field(default_factory=dict)
 
     def by_id(self) -> dict[str, GoldenEntry]:
         return {e.id: e for e in self.entries}
+
+    def conversation_of(self) -> dict[str, tuple[str, int]]:
+        """Scored entry id → (conversation id, 0-based turn index); a single question is turn 0 of itself."""
+        found = {e.id: (e.id, 0) for e in self.entries}
+        for conversation_id, turn_ids in self.conversations.items():
+            for index, turn_id in enumerate(turn_ids):
+                found[turn_id] = (conversation_id, index)
+        return found
+
+    def plan(self) -> list[tuple[str, list[GoldenEntry]]]:
+        """Every conversation of the set in file order: (conversation id, the entries of its turns, in order).
+        A conversation some of whose turns are not in ``entries`` (a hand-made subset) keeps the turns present."""
+        where = self.conversation_of()
+        grouped: dict[str, list[GoldenEntry]] = {}
+        for entry in self.entries:
+            grouped.setdefault(where[entry.id][0], []).append(entry)
+        return [(cid, sorted(turns, key=lambda e: where[e.id][1])) for cid, turns in grouped.items()]
+
+    def sample(self, limit: int | None) -> GoldenSet:
+        """An evenly spread subset of ``limit`` conversations (keeps every intent and language represented; a
+        conversation entry is kept whole)."""
+        plan = self.plan()
+        if not limit or limit >= len(plan):
+            return self
+        step = len(plan) / limit
+        chosen = [plan[math.floor(i * step)] for i in range(limit)]
+        kept = {cid for cid, _ in chosen}
+        return self.model_copy(update={"entries": [e for _, turns in chosen for e in turns],
+                                       "conversations": {k: v for k, v in self.conversations.items() if k in kept}})
 
 
 def entry_json_schema(version: str = SCHEMA_VERSION) -> dict:
@@ -181,8 +274,21 @@ def entry_json_schema(version: str = SCHEMA_VERSION) -> dict:
     return schema
 
 
+def conversation_json_schema(version: str = SCHEMA_VERSION) -> dict:
+    """The JSON Schema of one conversation entry (``turns``; schema 1.2 and later), generated from the model."""
+    schema = GoldenConversation.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://voice-agent-bench.invalid/schema/golden-conversation.v{version}.json"
+    schema["title"] = f"voice-agent-bench golden conversation entry, schema version {version}"
+    return schema
+
+
 def schema_path(version: str) -> Path:
     return SCHEMA_DIR / f"golden-entry.v{version}.schema.json"
+
+
+def conversation_schema_path(version: str) -> Path:
+    return SCHEMA_DIR / f"golden-conversation.v{version}.schema.json"
 
 
 def _load_schema(version: str = SCHEMA_VERSION) -> dict:
@@ -192,15 +298,25 @@ def _load_schema(version: str = SCHEMA_VERSION) -> dict:
     return entry_json_schema(version)
 
 
+def _load_conversation_schema(version: str = SCHEMA_VERSION) -> dict:
+    path = conversation_schema_path(version)
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    return conversation_json_schema(version)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split("."))
+
+
 def _field_path(error: jsonschema.ValidationError) -> str:
     parts = [str(p) for p in error.absolute_path]
     if error.validator == "required":
         # jsonschema reports a missing key on the parent object; name the missing key itself.
         missing = error.message.split("'")[1] if "'" in error.message else "?"
         parts.append(missing)
-    if error.validator == "additionalProperties":
-        return ".".join(parts) or "(entry)"
-    return ".".join(parts) or "(entry)"
+    # a conversation's turn is named by its index: turns[1].voice_expected.max_sentences
+    return re.sub(r"^turns\.(\d+)", r"turns[\1]", ".".join(parts)) or "(entry)"
 
 
 def _raw_entries(path: Path, problems: list[Problem]) -> tuple[str, list, list[str]] | None:
@@ -317,6 +433,7 @@ def _join_suite(path: Path, members: list[GoldenSet]) -> GoldenSet:
     newest = max((m.schema_version for m in members), key=lambda v: tuple(int(x) for x in v.split(".")))
     return GoldenSet(path=str(path), schema_version=newest, sha256=digest.hexdigest(),
                      entries=[e for m in members for e in m.entries],
+                     conversations={k: v for m in members for k, v in m.conversations.items()},
                      members=[SuiteMember(path=m.path, schema_version=m.schema_version, sha256=m.sha256,
                                           entries=len(m.entries)) for m in members])
 
@@ -327,6 +444,7 @@ def _validate_golden_files(paths: list[Path], known_doc_ids: set[str] | None,
     by path; problems are appended to ``problems``."""
     # minor versions only add optional fields: every supported file is validated against the newest schema
     validator = jsonschema.Draft202012Validator(_load_schema(SCHEMA_VERSION))
+    conversation_validator = jsonschema.Draft202012Validator(_load_conversation_schema(SCHEMA_VERSION))
     doc_ids = known_doc_ids if known_doc_ids is not None else _known_doc_ids()
     loaded: dict[str, GoldenSet] = {}
     seen_ids: dict[str, str] = {}
@@ -343,24 +461,43 @@ def _validate_golden_files(paths: list[Path], known_doc_ids: set[str] | None,
             problems.append(Problem(name, "-", "entries", "an empty golden set: the file holds no entries"))
             continue
         entries: list[GoldenEntry] = []
+        conversations: dict[str, list[str]] = {}
         for index, item in enumerate(items):
             item_id = item.get("id") if isinstance(item, dict) else None
             entry_id = item_id if isinstance(item_id, str) else f"#{index}"
-            errors = sorted(validator.iter_errors(item), key=lambda e: list(e.absolute_path))
+            is_conversation = isinstance(item, dict) and "turns" in item
+            if is_conversation and _version_tuple(version) < _version_tuple(CONVERSATIONS_SINCE):
+                problems.append(Problem(name, entry_id, "turns", f"conversation entries need schema_version "
+                                        f"{CONVERSATIONS_SINCE} or later (the file declares {version})"))
+                continue
+            errors = sorted((conversation_validator if is_conversation else validator).iter_errors(item),
+                            key=lambda e: list(e.absolute_path))
             for error in errors:
                 problems.append(Problem(name, entry_id, _field_path(error), error.message))
             if errors:
                 continue
-            entry = GoldenEntry.model_validate(item)
-            problems.extend(_cross_reference_problems(name, entry, doc_ids))
-            if entry.id in seen_ids:
-                problems.append(Problem(name, entry.id, "id", f"duplicate id (first seen in {seen_ids[entry.id]})"))
+            if is_conversation:
+                conversation = GoldenConversation.model_validate(item)
+                scored = conversation.turn_entries()
+                for turn_index, turn in enumerate(scored):
+                    problems.extend(Problem(p.file, conversation.id, f"turns[{turn_index}].{p.field}", p.message)
+                                    for p in _cross_reference_problems(name, turn, doc_ids))
+                conversations[conversation.id] = [turn.id for turn in scored]
+                ids = [conversation.id, *(turn.id for turn in scored)]
             else:
-                seen_ids[entry.id] = name
-            entries.append(entry)
+                entry = GoldenEntry.model_validate(item)
+                problems.extend(_cross_reference_problems(name, entry, doc_ids))
+                scored, ids = [entry], [entry.id]
+            for new_id in ids:
+                if new_id in seen_ids:
+                    problems.append(Problem(name, entry_id, "id", f"duplicate id {new_id!r} (first seen in "
+                                            f"{seen_ids[new_id]})"))
+                else:
+                    seen_ids[new_id] = name
+            entries.extend(scored)
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         loaded[name] = GoldenSet(path=name, schema_version=version, sha256=digest, entries=entries,
-                                 references=references)
+                                 references=references, conversations=conversations)
     problems.extend(_parallel_problems(list(loaded.values()), problems))
     return loaded
 
@@ -383,7 +520,11 @@ def duplicate_problems(sets: list[GoldenSet], similarity: float = NEAR_DUPLICATE
     problems: list[Problem] = []
     earlier: dict[str, list[tuple[str, str, str]]] = {}  # language -> (normalized question, file, id)
     for golden in sets:
+        # a conversation's turns depend on what was said before them ("and on Saturday?"): not compared
+        in_conversations = {turn_id for turn_ids in golden.conversations.values() for turn_id in turn_ids}
         for entry in golden.entries:
+            if entry.id in in_conversations:
+                continue
             question = normalized_question(entry.phone_question)
             same_language = earlier.setdefault(entry.language, [])
             for other_question, other_file, other_id in same_language:
@@ -413,6 +554,10 @@ def _referenced_entries(golden: GoldenSet, problems: list[Problem]) -> dict[str,
             data = json.loads(path.read_text(encoding="utf-8"))
             items = data["entries"] if isinstance(data, dict) else data
             for item in items:
+                if isinstance(item, dict) and "turns" in item:
+                    for turn in GoldenConversation.model_validate(item).turn_entries():
+                        found[turn.id] = turn
+                    continue
                 entry = GoldenEntry.model_validate(item)
                 found[entry.id] = entry
         except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -25,6 +25,8 @@ class TurnRecord(BaseModel):
 
     run_id: str
     system_id: str
+    #: what the turn is scored against: its golden entry (a conversation entry's turn: ``<conversation>/<n>``); a
+    #: simulation turn names its conversation (the matrix cell)
     entry_id: str
     trial: int = 0
     status: TurnStatus
@@ -32,6 +34,8 @@ class TurnRecord(BaseModel):
     #: the normalized ``ErrorCode`` of a failure (the same for every vendor)
     failure_code: str | None = None
     attempts: int = 1
+    #: the store's key of a turn is (run, system, conversation, trial, turn index); None (a record made on its own)
+    #: is stored as the conversation of its entry
     conversation_id: str | None = None
     turn_index: int = 0
     input_mode: Literal["text", "audio"] = "text"

@@ -18,6 +18,8 @@ from bench.dataset import (
     SCHEMA_VERSION,
     SUITE_PATH,
     GoldenSet,
+    conversation_json_schema,
+    conversation_schema_path,
     duplicate_problems,
     entry_json_schema,
     normalized_question,
@@ -56,6 +58,7 @@ def test_checked_in_schemas_match_the_models() -> None:
     assert SCHEMA_VERSION == "1.2"
     for version in ("1.0", "1.1", "1.2"):
         assert json.loads(schema_path(version).read_text(encoding="utf-8")) == entry_json_schema(version)
+    assert json.loads(conversation_schema_path("1.2").read_text(encoding="utf-8")) == conversation_json_schema("1.2")
     assert "provenance" in entry_json_schema("1.1")["properties"]
     assert "provenance" not in entry_json_schema("1.0")["properties"]
     assert "turn_taking" in entry_json_schema("1.2")["properties"]

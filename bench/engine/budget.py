@@ -249,8 +249,8 @@ def run_order(config: RunConfig, golden: GoldenSet, done: set[tuple[str, str, in
     """The run's conversations in the order the scheduler hands them to the executor (round-robin by system)."""
     from bench.engine.scheduler import GoldenUnit, _interleave
 
-    per_system = {s.id: [GoldenUnit(s.id, entry, trial) for trial in range(config.trials)
-                         for entry in golden.entries if (s.id, entry.id, trial) not in done]
+    per_system = {s.id: [GoldenUnit(s.id, tuple(turns), trial, conversation_id) for trial in range(config.trials)
+                         for conversation_id, turns in golden.plan() if (s.id, conversation_id, trial) not in done]
                   for s in config.systems}
     return _interleave(per_system)
 
@@ -270,7 +270,7 @@ def estimate_run(config: RunConfig, golden: GoldenSet, input_mode: str, *,
     for system in config.systems:
         pricing = estimator.pricing[system.id]
         mine = [u for u in units if u.system_id == system.id]
-        estimates = [estimator.exchange(system.id, u.entry) for u in mine]
+        estimates = [estimator.exchange(system.id, entry) for u in mine for entry in u.turns]
         n = max(len(estimates), 1)
         total = sum(e.usd for e in estimates)
         # the mean of each meter the plan prices (speech-to-text minutes shown as seconds of caller audio)
@@ -278,7 +278,7 @@ def estimate_run(config: RunConfig, golden: GoldenSet, input_mode: str, *,
         means = {m: sum(e.meters[m] for e in estimates) / n for m in dict.fromkeys(priced) if m in _METER_LABELS}
         systems.append(SystemEstimate(
             system_id=system.id, mode=system.mode, plan=pricing.label, basis=pricing.basis,
-            conversations=len(mine), turns=len(mine), estimate_usd=round(total, 6),
+            conversations=len(mine), turns=len(estimates), estimate_usd=round(total, 6),
             billed_usd=round(total if pricing.billed else 0.0, 6), charged=pricing.charged, mean_meters=means,
             mean_caller_s=sum(e.caller_s for e in estimates) / n, mean_agent_s=sum(e.agent_s for e in estimates) / n))
     result = RunEstimate(
@@ -289,7 +289,7 @@ def estimate_run(config: RunConfig, golden: GoldenSet, input_mode: str, *,
     if cap_usd is not None:
         cap = CostCap(cap_usd, price_emulated=price_emulated)
         cap.prepare(config, golden, ctx, input_mode, stored_turns or [])
-        paid = [u for u in units if estimator.charge(u.system_id, u.entry) > 0]
+        paid = [u for u in units if any(estimator.charge(u.system_id, e) > 0 for e in u.turns)]
         for unit in paid:  # each one finishes at its estimate before the next is decided
             if cap.keep_going(unit):
                 cap.spent += cap.reserved.pop(unit.key)
@@ -408,16 +408,24 @@ class CostCap:
             raise RuntimeError("CostCap.prepare was not called")
         return self.estimator
 
+    def charge(self, unit: Any) -> float:
+        """What the cap charges for ``unit`` before it runs: its turns' estimates (0 for a system not charged)."""
+        estimator = self._need()
+        return sum(estimator.charge(unit.system_id, entry) for entry in unit.turns)
+
+    def actual(self, record: Any) -> float | None:
+        """The metered actual of a finished conversation (None: unknown, its estimate is charged)."""
+        return self._need().actual(record.system_id, record.turns)
+
     def keep_going(self, unit: Any) -> bool:
         """The executor's ``keep_going(unit)``: may this conversation start?"""
-        estimator = self._need()
-        charge = estimator.charge(unit.system_id, unit.entry)
+        charge = self.charge(unit)
         if charge <= 0:
             return True
         committed = self.spent + sum(self.reserved.values())
         if committed + charge > self.cap_usd + _EPS:
-            self.not_started.append(NotStarted(system_id=unit.system_id, entry_id=unit.entry.id, trial=unit.trial,
-                                               estimate_usd=round(charge, 6)))
+            self.not_started.append(NotStarted(system_id=unit.system_id, entry_id=unit.key[1],
+                                               trial=unit.trial, estimate_usd=round(charge, 6)))
             return False
         self.reserved[unit.key] = charge
         self.estimate_total += charge
@@ -430,7 +438,7 @@ class CostCap:
         estimate = self.reserved.pop(key, None)
         if estimate is None:  # not charged (free, or its system did not start)
             return
-        actual = self._need().actual(record.system_id, record.turns)
+        actual = self.actual(record)
         if actual is None:
             self.actual_unknown += 1
         else:

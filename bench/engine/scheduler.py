@@ -1,47 +1,52 @@
-"""The local scheduler: runs every (system, golden entry, trial) conversation under per-system limits.
+"""Golden runs: every (system, golden conversation, trial) conversation as a unit of the one run life cycle.
 
-A conversation is an independent unit of work (``GoldenUnit`` in, ``ConversationRecord`` out), so a distributed
-executor can run the same unit elsewhere. Systems are interleaved — every system's conversations are in flight at
-once, each system held to its own concurrency — instead of one system after another. Retries are per
-conversation (``bench.engine.retry``, the same policy as a simulation trial's): a retryable failure restarts the
-conversation on a new connection (attempt + 1), backing off exponentially or as long as the vendor's Retry-After
-asks. Finished conversations go to the store writer thread;
-every conversation is recorded exactly once, succeeded or failed with its normalized code and reason.
+A golden conversation is a single-question entry (one exchange) or a conversation entry (its caller turns, one
+after another on one session; ``bench.dataset``), and each turn is recorded as one turn of the conversation
+(``turn_index``) and scored on its own. A conversation is an independent unit of work (``GoldenUnit`` in,
+``ConversationRecord`` out), so a distributed executor can run the same unit elsewhere. ``run_benchmark`` hands the
+golden set as a job (``GoldenJob``) to ``bench.engine.lifecycle``, the run life cycle a simulation shares (launch,
+resume, cost cap, store writer, executor, progress, status). Systems are interleaved — every system's conversations
+are in flight at once, each system held to its own concurrency — instead of one system after another. Retries are
+per conversation (``bench.engine.retry``, the same policy as a simulation trial's): a retryable failure restarts
+the conversation on a new connection (attempt + 1), backing off exponentially or as long as the vendor's
+Retry-After asks; each attempt is held to one ``StallDeadline`` (``bench.engine.deadline``: idle + total limit, as a
+simulation turn is). Every conversation is recorded exactly once, succeeded or failed with its normalized code and
+reason.
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
-
-from tqdm import tqdm
 
 from bench import __version__
 from bench.audio.pcm import mono_wav
 from bench.audio.recorder import DuplexRecorder
 from bench.config import RunConfig, SystemConfig
 from bench.dataset import GoldenEntry, GoldenSet
-from bench.engine.clock import EventTap, Stamped, now
+from bench.engine.clock import Stamped, now
 from bench.engine.conversation import BargeIn, Exchange, event_rows, fold
+from bench.engine.deadline import CEILING_TIMEOUTS, StallDeadline
 from bench.engine.driver import ConversationDriver
 from bench.engine.executors import Executor, LocalExecutor
-from bench.engine.executors.base import describe_exception
 from bench.engine.launch import LaunchedSystem
+from bench.engine.lifecycle import LifecycleOutcome, default_status, run_conversations
 from bench.engine.registry import create_adapter, native_knowledge_adapters
 from bench.engine.retry import with_retries
+from bench.engine.unpaced import ShiftingRecorder, unpaced_exchange
 from bench.engine.warmup import warm_up
 from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode, SystemUnderTest
 from bench.protocol.redact import redact
 from bench.records import TurnRecord
-from bench.store import ConversationRecord, RunInfo, Store, StoreWriter, SystemInfo
+from bench.store import ConversationRecord, RunInfo, Store, SystemInfo
 from bench.store.sqlite import RunKind, StoredEvent
 from bench.store.writer import PendingArtifact
 
@@ -59,15 +64,28 @@ class RunOutcome:
 
 @dataclass(frozen=True)
 class GoldenUnit:
-    """One golden question as a one-exchange conversation of one system in one trial."""
+    """One golden conversation of one system in one trial: a single question (``turns`` one entry) or the turns
+    of a conversation entry, in order (``conversation_id`` then names the conversation entry)."""
 
     system_id: str
-    entry: GoldenEntry
+    turns: tuple[GoldenEntry, ...]
     trial: int
+    conversation_id: str = ""
+
+    def __init__(self, system_id: str, turns: GoldenEntry | tuple[GoldenEntry, ...] | list[GoldenEntry],
+                 trial: int, conversation_id: str = ""):
+        turns = (turns,) if isinstance(turns, GoldenEntry) else tuple(turns)
+        if not turns:
+            raise ValueError("a golden conversation has at least one turn")
+        object.__setattr__(self, "system_id", system_id)
+        object.__setattr__(self, "turns", turns)
+        object.__setattr__(self, "trial", trial)
+        object.__setattr__(self, "conversation_id", conversation_id or turns[0].id)
 
     @property
-    def conversation_id(self) -> str:
-        return self.entry.id
+    def entry(self) -> GoldenEntry:
+        """The first turn (a single question's entry)."""
+        return self.turns[0]
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -86,14 +104,15 @@ class GoldenUnit:
 
     def failed(self, shared: RunContext, code: str, reason: str) -> ConversationRecord:
         """The record of this conversation when it could not run at all (its system did not start, its worker
-        was lost)."""
-        turn = TurnRecord(run_id=shared.run_id, system_id=self.system_id, entry_id=self.entry.id, trial=self.trial,
-                          status="failed", failure_code=code, failure_reason=reason,
-                          conversation_id=self.conversation_id, input_mode=shared.input_mode)
+        was lost): each of its turns failed."""
+        turns = [TurnRecord(run_id=shared.run_id, system_id=self.system_id, entry_id=entry.id, trial=self.trial,
+                            status="failed", failure_code=code, failure_reason=reason, turn_index=index,
+                            conversation_id=self.conversation_id, input_mode=shared.input_mode)
+                 for index, entry in enumerate(self.turns)]
         return ConversationRecord(
             run_id=shared.run_id, system_id=self.system_id, conversation_id=self.conversation_id, trial=self.trial,
-            status="failed", failure_code=turn.failure_code, failure_reason=reason,
-            started_at=_now_iso(), finished_at=_now_iso(), turns=[turn])
+            status="failed", failure_code=code, failure_reason=reason,
+            started_at=_now_iso(), finished_at=_now_iso(), turns=turns)
 
 
 @dataclass
@@ -123,6 +142,9 @@ class RunContext:
         if probe is None and self.barge_in_at_ms is not None:
             return BargeIn(self.barge_in_at_ms, self.barge_speech[language])
         return None
+    #: audio: pace the caller's frames on the audio clock (False: a commit-driven endpoint gets each line at once,
+    #: ``bench.engine.unpaced``; an endpoint with server VAD is always paced)
+    pace_audio: bool = True
     #: system id → entry id → session context, for systems whose strategy is not shared_retriever (full_kb: the
     #: knowledge base; vendor_native: nothing); ``context`` stays the shared passages faithfulness is judged on
     system_context: dict[str, dict[str, list[str]]] = field(default_factory=dict)
@@ -131,6 +153,14 @@ class RunContext:
         """The knowledge passages one system's session gets for one entry (its context strategy's)."""
         own = self.system_context.get(system_id)
         return (self.context if own is None else own).get(entry_id, [])
+
+    def conversation_context(self, system_id: str, entries: tuple[GoldenEntry, ...]) -> list[str]:
+        """The passages a conversation's session opens with: every turn's, each passage once, in turn order (the
+        session is opened once, and not every adapter can change its context mid-call)."""
+        passages: dict[str, None] = {}
+        for entry in entries:
+            passages.update(dict.fromkeys(self.session_context(system_id, entry.id)))
+        return list(passages)
 
 
 def new_run_id() -> str:
@@ -206,45 +236,8 @@ def stored_events(stamps: list[Stamped], origin: float) -> list[StoredEvent]:
     return [StoredEvent(**row) for row in event_rows(stamps, origin)]
 
 
-#: the longest a golden exchange may take while the system keeps sending, in units of its ``timeout_s``
-CEILING_TIMEOUTS = 4
-
-
-class StallDeadline:
-    """The deadline of one exchange: an inactivity timeout, not a limit on the whole exchange.
-
-    The attempt ends when the system has sent no event for ``idle_s`` (a stall) or when ``ceiling_s`` have passed
-    since it started; a response that keeps streaming (an emulator reading a long answer aloud in real time on a
-    busy machine) is not a failure. One timer per attempt, re-armed from the last event's stamp when it fires.
-    """
-
-    def __init__(self, timeout: asyncio.Timeout, idle_s: float, ceiling_s: float):
-        self.loop = asyncio.get_running_loop()
-        self.timeout, self.idle_s = timeout, idle_s
-        self.started = now()
-        self.ceiling = self.started + ceiling_s
-        self.tap: EventTap | None = None
-        self.reason = ""
-        self._handle = self.loop.call_later(idle_s, self._check)
-
-    def _check(self) -> None:
-        t = now()
-        last = self.tap.stamped[-1].t if self.tap is not None and self.tap.stamped else self.started
-        wake = min(max(last, self.started) + self.idle_s, self.ceiling)
-        if t < wake:
-            self._handle = self.loop.call_later(wake - t, self._check)
-            return
-        self.reason = (f"no complete response within {self.ceiling - self.started:g} s (the system was still "
-                       f"sending)" if wake >= self.ceiling else f"no response within {self.idle_s:g} s (no event "
-                       f"from the system for {t - max(last, self.started):.0f} s)")
-        self.timeout.reschedule(self.loop.time())
-
-    def cancel(self) -> None:
-        self._handle.cancel()
-
-
 class _Attempt:
-    """One try of a golden conversation: open, one exchange, hang up."""
+    """One try of a golden conversation: open, one exchange per turn, hang up."""
 
     def __init__(self, launched: LaunchedSystem, unit: GoldenUnit, ctx: RunContext, attempt: int):
         self.launched = launched
@@ -255,45 +248,49 @@ class _Attempt:
         self.origin = now()
         self.recorder: DuplexRecorder | None = None
 
-    async def run(self) -> tuple[Exchange, list[Stamped]]:
-        system, entry = self.launched.config, self.unit.entry
+    async def run(self) -> tuple[list[Exchange], list[Stamped]]:
+        system, turns = self.launched.config, self.unit.turns
         spec = await self.launched.session_spec(
             run_id=self.ctx.run_id, conversation_id=self.unit.conversation_id, attempt=self.attempt,
-            language=entry.language, input_mode=self.ctx.input_mode,
-            context=self.ctx.session_context(system.id, entry.id),
+            language=turns[0].language, input_mode=self.ctx.input_mode,
+            context=self.ctx.conversation_context(system.id, turns),
             idle_timeout_s=min(15.0, system.timeout_s / 2),
-            caller_script=[entry.phone_question] if self.ctx.input_mode == "audio" else [],
+            caller_script=[entry.phone_question for entry in turns] if self.ctx.input_mode == "audio" else [],
         )
-        deadline: StallDeadline | None = None
+        deadline = StallDeadline(system.timeout_s, CEILING_TIMEOUTS * system.timeout_s * len(turns))
+        exchanges: list[Exchange] = []
         try:
-            async with asyncio.timeout(None) as timeout:
-                deadline = StallDeadline(timeout, system.timeout_s, CEILING_TIMEOUTS * system.timeout_s)
+            async with deadline:
                 session = await self.launched.adapter.open_session(spec)
                 audio = self.ctx.input_mode == "audio"
-                driver = ConversationDriver.open(session, recorder=DuplexRecorder(origin=now()) if audio else None)
+                driver = ConversationDriver.open(session, recorder=ShiftingRecorder(origin=now()) if audio else None)
                 deadline.tap = driver.tap
                 self.stamps = driver.tap.stamped
                 self.recorder = driver.recorder
                 try:
-                    if audio:
-                        emulator, token = self.launched.emulator, self.launched.token_of(spec)
-                        if emulator is not None and token is not None:  # the emulator's test-double recognizer
-                            await emulator.expect_utterance(token, entry.phone_question)
-                        barge_in = self.ctx.barge_in_for(entry.id, entry.language)
-                        exchange = await driver.audio(self.ctx.speech[entry.id], barge_in=barge_in)
-                    else:
-                        exchange = await driver.text(entry.phone_question)
+                    for entry in turns:
+                        exchanges.append(await self.exchange(driver, spec, entry))
                 finally:
                     late = await driver.hang_up()
-            return exchange, late
+            return exchanges, late
         except TimeoutError:
-            reason = deadline.reason if deadline is not None and deadline.reason else \
-                f"no response within {system.timeout_s:g} s"
-            raise AdapterError(reason, code=ErrorCode.TIMEOUT) from None
+            raise AdapterError(deadline.reason or f"no response within {system.timeout_s:g} s",
+                               code=ErrorCode.TIMEOUT) from None
         finally:
-            if deadline is not None:
-                deadline.cancel()
             await self.launched.release(spec)
+
+    async def exchange(self, driver: ConversationDriver, spec: Any, entry: GoldenEntry) -> Exchange:
+        """One caller turn: the entry's question, typed or spoken (with the run's barge-in, if any)."""
+        if self.ctx.input_mode != "audio":
+            return await driver.text(entry.phone_question)
+        emulator, token = self.launched.emulator, self.launched.token_of(spec)
+        if emulator is not None and token is not None:  # the emulator's test-double recognizer
+            await emulator.expect_utterance(token, entry.phone_question)
+        speech = self.ctx.speech[entry.id]
+        if not self.ctx.pace_audio and not driver.session.capabilities.server_vad:
+            assert isinstance(driver.recorder, ShiftingRecorder)
+            return await unpaced_exchange(driver.session, driver.tap, speech, driver.recorder, observe=driver.observe)
+        return await driver.audio(speech, barge_in=self.ctx.barge_in_for(entry.id, entry.language))
 
 
 async def run_golden_conversation(launched: LaunchedSystem, unit: GoldenUnit,
@@ -313,17 +310,17 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
     attempts = 0
     last: _Attempt | None = None
     failure: tuple[str, str] | None = None
-    exchange: Exchange | None = None
+    exchanges: list[Exchange] = []
     late: list[Stamped] = []
 
-    async def attempt() -> tuple[Exchange, list[Stamped]]:
+    async def attempt() -> tuple[list[Exchange], list[Stamped]]:
         nonlocal attempts, last
         last = _Attempt(launched, unit, ctx, attempts)
         attempts += 1
         return await last.run()
 
     try:
-        exchange, late = await with_retries(system.retry, attempt)
+        exchanges, late = await with_retries(system.retry, attempt)
     except AdapterError as exc:
         kind = "retryable" if exc.retryable else "not retryable"
         failure = (str(exc.code), f"{exc} ({kind}; {attempts} attempt{'s' if attempts != 1 else ''})")
@@ -333,35 +330,53 @@ async def converse_golden(launched: LaunchedSystem, unit: GoldenUnit,
 
     def record() -> tuple[ConversationRecord, list[PendingArtifact]]:
         started = _iso(started_at)
-        key = dict(run_id=ctx.run_id, system_id=system.id, entry_id=unit.entry.id, trial=unit.trial,
-                   conversation_id=unit.conversation_id, input_mode=ctx.input_mode, started_at=started,
-                   shared_context=ctx.context.get(unit.entry.id, []))
+        # the wall-clock time of a monotonic stamp (the clocks advance together)
+        wall_offset = time.time() - now()
+
+        def key(index: int, entry: GoldenEntry) -> dict[str, Any]:
+            return dict(run_id=ctx.run_id, system_id=system.id, entry_id=entry.id, trial=unit.trial,
+                        conversation_id=unit.conversation_id, turn_index=index, input_mode=ctx.input_mode,
+                        shared_context=ctx.context.get(entry.id, []))
+
         artifacts: list[PendingArtifact] = []
-        if failure is None and exchange is not None:
-            folded = {k: v for k, v in fold(exchange, late).items() if k != "input_mode"}
-            probe = ctx.turn_probes.get(unit.entry.id)
-            if probe is not None:
-                folded.setdefault("turn_probe", probe.kind)
-            turn = TurnRecord(status="succeeded", attempts=attempts, **key, **folded)
+        turns: list[TurnRecord] = []
+        if failure is None and len(exchanges) == len(unit.turns):
+            for index, (entry, exchange) in enumerate(zip(unit.turns, exchanges, strict=True)):
+                folded = fold(exchange, late if index == len(exchanges) - 1 else ())
+                probe = ctx.turn_probes.get(entry.id)
+                if probe is not None:
+                    folded.setdefault("turn_probe", probe.kind)
+                turns.append(TurnRecord(status="succeeded", attempts=attempts, **key(index, entry),
+                                        started_at=_iso(exchange.started + wall_offset),
+                                        **{k: v for k, v in folded.items() if k != "input_mode"}))
+                answer_audio = [item.event for item in exchange.stamps if isinstance(item.event, AudioDelta)]
+                if answer_audio:
+                    artifacts.append(PendingArtifact(answer_audio_kind(index), partial(agent_audio_wav, answer_audio),
+                                                     "audio/wav", turn_index=index))
             if last is not None and last.recorder is not None:
                 artifacts.append(PendingArtifact("audio", last.recorder.wav, "audio/wav"))
-            answer_audio = [item.event for item in exchange.stamps if isinstance(item.event, AudioDelta)]
-            if answer_audio:
-                artifacts.append(PendingArtifact("answer_audio", lambda: agent_audio_wav(answer_audio),
-                                                 "audio/wav"))
+            status, code, reason = "succeeded", None, None
         else:
             code, reason = failure or (str(ErrorCode.INTERNAL), "no outcome")
-            turn = TurnRecord(status="failed", failure_code=code, failure_reason=redact(reason),
-                              attempts=max(attempts, 1), **key)
+            reason = redact(reason)
+            status = "failed"
+            turns = [TurnRecord(status="failed", failure_code=code, failure_reason=reason, started_at=started,
+                                attempts=max(attempts, 1), **key(index, entry))
+                     for index, entry in enumerate(unit.turns)]
         conversation = ConversationRecord(
             run_id=ctx.run_id, system_id=system.id, conversation_id=unit.conversation_id, trial=unit.trial,
-            status=turn.status, attempts=turn.attempts, failure_code=turn.failure_code,
-            failure_reason=turn.failure_reason, started_at=started, finished_at=_iso(finished_at), turns=[turn],
+            status=status, attempts=max(attempts, 1), failure_code=code, failure_reason=reason, started_at=started,
+            finished_at=_iso(finished_at), turns=turns,
             events=stored_events(last.stamps if last else [], last.origin if last else 0.0),
         )
         return conversation, artifacts
 
     return record
+
+
+def answer_audio_kind(turn_index: int) -> str:
+    """The artifact kind of one turn's answer audio (``answer_audio``; later turns ``answer_audio.<index>``)."""
+    return "answer_audio" if turn_index == 0 else f"answer_audio.{turn_index}"
 
 
 def agent_audio_wav(chunks: list[AudioDelta]) -> bytes:
@@ -385,14 +400,15 @@ def _interleave(per_system: dict[str, list[GoldenUnit]]) -> list[GoldenUnit]:
 
 async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str, run_id: str,
                           synthesizer: Any | None, barge_in_at_ms: float | None = None,
-                          impairment: str | None = None, turn_taking: list[str] | None = None) -> RunContext:
+                          impairment: str | None = None, turn_taking: list[str] | None = None,
+                          pace_audio: bool = True) -> RunContext:
     """Retrieval once per question (the same passages for every system), each system's context strategy
     (``bench.knowledge.strategy_contexts``; full_kb that does not fit is exit 2) and, for audio, the speech (through
     the named caller-audio ``impairment`` profile, seeded by the run's seed and the entry)."""
     from bench.knowledge import languages_of, load_knowledge_base, strategy_contexts
 
     ctx = RunContext(run_id=run_id, input_mode="audio" if input_mode == "audio" else "text",
-                     barge_in_at_ms=barge_in_at_ms)
+                     barge_in_at_ms=barge_in_at_ms, pace_audio=pace_audio)
     if config.context_top_k:  # context_top_k 0: no shared passages, and no search (BM25 scores every document)
         kb = load_knowledge_base()
         for entry in golden.entries:
@@ -433,20 +449,74 @@ async def _prepare_inputs(golden: GoldenSet, config: RunConfig, input_mode: str,
     return ctx
 
 
+class GoldenJob:
+    """A golden set as a job of the run life cycle (``bench.engine.lifecycle``): its conversations, their inputs and
+    the run as it is recorded."""
+
+    label = "golden"
+
+    def __init__(self, config: RunConfig, golden: GoldenSet, adapters: dict[str, Any], *, run_id: str, resume: bool,
+                 input_mode: str, synthesizer: Any | None, answerer: Any | None, cost_cap: Any | None,
+                 barge_in_at_ms: float | None, kind: RunKind, impairment: str | None, store: Store,
+                 pace_audio: bool = True, turn_taking: list[str] | None = None):
+        self.config, self.golden, self.adapters = config, golden, adapters
+        self.run_id, self.resume, self.input_mode = run_id, resume, input_mode
+        self.synthesizer, self.answerer, self.cost_cap = synthesizer, answerer, cost_cap
+        self.barge_in_at_ms, self.kind, self.impairment, self.store = barge_in_at_ms, kind, impairment, store
+        self.pace_audio, self.turn_taking = pace_audio, turn_taking
+
+    async def prepare(self, done: set[tuple[str, str, int]]) -> tuple[list[GoldenUnit], RunContext]:
+        config = self.config
+        ctx = await _prepare_inputs(self.golden, config, self.input_mode, self.run_id, self.synthesizer,
+                                    self.barge_in_at_ms, self.impairment, self.turn_taking, self.pace_audio)
+        await asyncio.to_thread(warm_up)  # imports and first uses before any conversation's clock starts
+        if self.cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
+            self.cost_cap.prepare(config, self.golden, ctx, self.input_mode,
+                                  self.store.turns(self.run_id) if self.resume else [])
+        plan = self.golden.plan()
+        per_system = {s.id: [GoldenUnit(s.id, tuple(turns), trial, conversation_id) for trial in range(config.trials)
+                             for conversation_id, turns in plan if (s.id, conversation_id, trial) not in done]
+                      for s in config.systems}
+        return _interleave(per_system), ctx
+
+    def run_info(self) -> RunInfo:
+        config = self.config
+        return RunInfo(
+            run_id=self.run_id, created_at=_now_iso(), finished_at=None, status="running",
+            dataset_path=self.golden.path, dataset_sha256=self.golden.sha256, trials=config.trials,
+            systems=[system_info(s, self.adapters[s.id], self.answerer) for s in config.systems],
+            config={**config.model_dump(mode="json"), "input_mode": self.input_mode,
+                    **({"barge_in_at_ms": self.barge_in_at_ms} if self.barge_in_at_ms is not None else {}),
+                    **({"impairment": self.impairment} if self.impairment is not None else {}),
+                    **({"turn_taking": list(self.turn_taking)} if self.turn_taking else {}),
+                    **({"pace_audio": False} if not self.pace_audio else {})},
+            harness_version=__version__, kind=self.kind)
+
+    def collect(self, unit: GoldenUnit | None, record: ConversationRecord,
+                artifacts: list[PendingArtifact]) -> tuple[list[PendingArtifact], str | None]:
+        return artifacts, None
+
+    def final_status(self, outcome: LifecycleOutcome) -> str:
+        return default_status(outcome)
+
+
 async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, run_id: str | None = None,
                         resume: bool = False, progress: bool = True, adapters: dict[str, Any] | None = None,
                         input_mode: str = "text", reports_dir: Path | None = None,
                         synthesizer: Any | None = None, answerer: Any | None = None,
                         executor: Executor | None = None, cost_cap: Any | None = None,
                         barge_in_at_ms: float | None = None, kind: RunKind = "golden",
-                        impairment: str | None = None, turn_taking: list[str] | None = None) -> RunOutcome:
+                        impairment: str | None = None, turn_taking: list[str] | None = None,
+                        pace_audio: bool = True) -> RunOutcome:
     """Run ``golden`` through every system of ``config``; each finished conversation is committed to ``store``.
 
-    ``executor`` says where conversations run (``bench.engine.executors``; default the local executor, asyncio
-    tasks in this process); the store is written here alone, whichever executor ran them. ``cost_cap`` (a
-    ``bench.engine.budget.CostCap``) is asked before each conversation starts; one it refuses is not recorded (left
-    for ``--resume``) and the run is stored as ``incomplete``. ``kind`` is stored with the run (the audio loop's runs
-    are ``audio-loop``, so ``latest`` keeps naming the latest golden run)."""
+    The run's life cycle (launch, resume, cost cap, writer, executor, status) is ``bench.engine.lifecycle``'s, the
+    same as a simulation's. ``executor`` says where conversations run (``bench.engine.executors``; default the
+    local executor, asyncio tasks in this process); the store is written here alone, whichever executor ran them.
+    ``cost_cap`` (a ``bench.engine.budget.CostCap``) is asked before each conversation starts; one it refuses is not
+    recorded (left for ``--resume``) and the run is stored as ``incomplete``. ``kind`` is stored with the run (the
+    audio loop's runs are ``audio-loop``, so ``latest`` keeps naming the latest golden run). ``pace_audio`` False
+    sends each caller line of an audio run at once to a commit-driven endpoint (``bench.engine.unpaced``)."""
     adapters = adapters if adapters is not None else build_adapters(config, input_mode)
     if resume:
         if run_id is None:
@@ -459,77 +529,23 @@ async def run_benchmark(config: RunConfig, golden: GoldenSet, store: Store, *, r
         barge_in_at_ms = existing.config.get("barge_in_at_ms", barge_in_at_ms)
         impairment = existing.config.get("impairment", impairment)
         turn_taking = existing.config.get("turn_taking", turn_taking)
-        done = store.completed_keys(run_id)
+        pace_audio = existing.config.get("pace_audio", pace_audio)
     else:
         run_id = run_id or new_run_id()
-        done = set()
-    executor = executor if executor is not None else LocalExecutor()
-    try:
-        # emulator settings errors are exit 2, before the run is recorded
-        await executor.launch(config.systems, adapters, answerer=answerer)
-        ctx = await _prepare_inputs(golden, config, input_mode, run_id, synthesizer, barge_in_at_ms, impairment,
-                                    turn_taking)
-        await asyncio.to_thread(warm_up)  # imports and first uses before any conversation's clock starts
-        if cost_cap is not None:  # prices the systems; on resume, charges what the stored conversations cost
-            cost_cap.prepare(config, golden, ctx, input_mode, store.turns(run_id) if resume else [])
-        if not resume:
-            store.create_run(RunInfo(
-                run_id=run_id, created_at=_now_iso(), finished_at=None, status="running",
-                dataset_path=golden.path, dataset_sha256=golden.sha256, trials=config.trials,
-                systems=[system_info(s, adapters[s.id], answerer) for s in config.systems],
-                config={**config.model_dump(mode="json"), "input_mode": input_mode,
-                        **({"barge_in_at_ms": barge_in_at_ms} if barge_in_at_ms is not None else {}),
-                        **({"impairment": impairment} if impairment is not None else {}),
-                        **({"turn_taking": list(turn_taking)} if turn_taking else {})},
-                harness_version=__version__,
-                kind=kind,
-            ))
-        per_system = {s.id: [GoldenUnit(s.id, entry, trial) for trial in range(config.trials)
-                             for entry in golden.entries if (s.id, entry.id, trial) not in done]
-                      for s in config.systems}
-        skipped = len(config.systems) * len(golden.entries) * config.trials - sum(map(len, per_system.values()))
-        failures = {s.id: 0 for s in config.systems}
-        bar = tqdm(total=sum(map(len, per_system.values())), unit="conversation", file=sys.stderr,
-                   disable=not progress, mininterval=1.0, desc="golden")
-
-        recorded = 0
-
-        last_recorded_at: float | None = None
-
-        def written(record: ConversationRecord) -> None:  # the writer's thread: after the commit
-            nonlocal recorded, last_recorded_at
-            recorded += 1
-            last_recorded_at = datetime.now(UTC).timestamp()
-            bar.update(1)
-
-        # a store file is written by the writer's own process: redaction, JSON and SQLite off this interpreter's lock
-        writer = StoreWriter(store, reports_dir, on_written=written, process=True)
-        try:
-            await asyncio.to_thread(writer.wait_ready)  # its start-up must not share the CPU with conversations
-            for system_id, exc in (await executor.start()).items():
-                # a system that cannot start fails each of its conversations, each recorded
-                reason = redact(f"system failed to start: {describe_exception(exc)}")
-                for unit in per_system[system_id]:
-                    writer.submit(unit.failed(ctx, str(getattr(exc, "code", ErrorCode.INTERNAL)), reason))
-                    failures[system_id] += 1
-                per_system[system_id] = []
-
-            def finished(record: ConversationRecord, artifacts: list[PendingArtifact]) -> None:
-                failures[record.system_id] += record.status == "failed"
-                if cost_cap is not None:
-                    cost_cap.finished(record)
-                writer.submit(record, artifacts)
-
-            await executor.run(_interleave(per_system), ctx, finished,
-                               cost_cap.keep_going if cost_cap is not None else None)
-        finally:
-            await asyncio.to_thread(writer.close)
-            bar.close()
-    finally:
-        await executor.close()
-    total_failures = sum(failures.values())
-    capped = cost_cap is not None and bool(cost_cap.not_started)
-    store.finish_run(run_id, "incomplete" if capped else "completed" if total_failures == 0 else
-                     "completed_with_failures")
-    return RunOutcome(run_id=run_id, recorded=recorded, execution_failures=total_failures,
-                      skipped_as_done=skipped, failures_by_system=failures, last_recorded_at=last_recorded_at)
+    if not pace_audio and barge_in_at_ms is not None:
+        raise ConfigError("a barge-in needs the caller's audio on the audio clock: --barge-in-at-ms cannot be "
+                          "combined with unpaced audio (--no-pace-audio)")
+    if not pace_audio and turn_taking:
+        raise ConfigError("turn-taking probes play into the agent's answer on the audio clock: --turn-taking cannot "
+                          "be combined with unpaced audio (--no-pace-audio)")
+    job = GoldenJob(config, golden, adapters, run_id=run_id, resume=resume, input_mode=input_mode,
+                    synthesizer=synthesizer, answerer=answerer, cost_cap=cost_cap, barge_in_at_ms=barge_in_at_ms,
+                    kind=kind, impairment=impairment, store=store, pace_audio=pace_audio,
+                    turn_taking=turn_taking)
+    outcome = await run_conversations(
+        job, store, executor if executor is not None else LocalExecutor(), run_id=run_id, resume=resume,
+        systems=config.systems, adapters=adapters, total=len(config.systems) * len(golden.plan()) * config.trials,
+        answerer=answerer, cost_cap=cost_cap, progress=progress, reports_dir=reports_dir)
+    return RunOutcome(run_id=run_id, recorded=outcome.recorded, execution_failures=outcome.execution_failures,
+                      skipped_as_done=outcome.skipped_as_done, failures_by_system=outcome.failures_by_system,
+                      last_recorded_at=outcome.last_recorded_at)

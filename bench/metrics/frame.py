@@ -6,6 +6,9 @@ the scores table, so later reports only aggregate), adds faithfulness (judged ag
 was given: ``shared_context``; runs recorded before context parity fall back to each system's own
 ``retrieved_context``, labelled as such) and metered cost. ``scored_turns_dataframe`` is the public view.
 ``frame_from_records`` builds the same frame from in-memory records (the evaluator, no store).
+
+One row per turn: a single-question entry is a conversation of one turn, each turn of a conversation entry is a
+row of its own (``conversation_id``, ``turn_index``), so pass rates count turns.
 """
 
 from __future__ import annotations
@@ -50,6 +53,8 @@ RAW_FIELDS = (
     "run_id",
     "system_id",
     "entry_id",
+    "conversation_id",
+    "turn_index",
     "trial",
     "status",
     "failure_reason",
@@ -222,6 +227,10 @@ def build_frame(
         {s.id: latency_basis(s.mode, s.adapter, s.details) for s in systems.values()}).fillna("unknown")
     for column in ("entry_id", "trial", "status", "failure_reason", "attempts"):
         out[column] = raw[column]
+    # the conversation each turn belongs to (a single question is turn 0 of itself; records written before
+    # conversation ids were stored count as such)
+    out["conversation_id"] = raw["conversation_id"].where(raw["conversation_id"].notna(), raw["entry_id"])
+    out["turn_index"] = pd.to_numeric(raw["turn_index"], errors="coerce").fillna(0).astype(int)
     meta = raw[["entry_id"]].merge(entry_meta, on="entry_id", how="left")
     for column in ("language", "expected_intent", "safety", "tags", "disclaimer_required", "parallel_of"):
         out[column] = meta[column].to_numpy()

@@ -245,6 +245,35 @@ class JudgedColumn(BaseModel):
     note: str = ""
 
 
+class ConversationTurnResult(BaseModel):
+    """One scored turn of a multi-turn golden conversation."""
+
+    turn_index: int
+    entry_id: str
+    status: str
+    passed: bool
+    reasons: str = ""
+
+
+class ConversationResult(BaseModel):
+    """A multi-turn golden conversation of one system in one trial, its turns' results in order (each turn is
+    also counted in the pass rates: they count turns)."""
+
+    system_id: str
+    conversation_id: str
+    trial: int
+    turns: list[ConversationTurnResult]
+
+    @property
+    def turns_passed(self) -> int:
+        return sum(t.passed for t in self.turns)
+
+    @property
+    def passed(self) -> bool:
+        """Every turn passed."""
+        return bool(self.turns) and self.turns_passed == len(self.turns)
+
+
 class RunSummary(BaseModel):
     schema_version: str = SUMMARY_SCHEMA_VERSION
     run_id: str
@@ -283,6 +312,10 @@ class RunSummary(BaseModel):
     notes: list[str] = Field(default_factory=list)
     #: what ``voice-bench run --max-cost-usd`` did (``reports/<run>/cost-cap.json``, ``bench.engine.budget``)
     cost_cap: dict[str, Any] | None = None
+    #: multi-turn golden conversations, per system and trial, with each turn's result (empty when the run had none)
+    conversations: list[ConversationResult] = Field(default_factory=list)
+    #: what a pass rate counts: turns (a single question is one turn, a conversation entry one per caller turn)
+    pass_rate_counts: str = "turns"
     #: the naturalness judge against the human fluency ratings, per judge and language (``bench.review.calibration``:
     #: Spearman rho, n, p, 95 % interval, or the note why there is no figure); empty when no judge scored the clips
     fluency_calibration: list[dict[str, Any]] = Field(default_factory=list)

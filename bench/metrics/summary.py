@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from pydantic import ValidationError
@@ -22,7 +22,15 @@ from bench.metrics import aggregate
 from bench.metrics.compare import baseline_verdicts, brain_of, comparison, seed, share_brain
 from bench.metrics.frame import CONTEXT_OWN, CONTEXT_SHARED, load_run
 from bench.metrics.judges import criteria_statements, judged_columns
-from bench.metrics.models import CriteriaInfo, RunSummary, SharedBrain, SystemSummary, VendorLatency
+from bench.metrics.models import (
+    ConversationResult,
+    ConversationTurnResult,
+    CriteriaInfo,
+    RunSummary,
+    SharedBrain,
+    SystemSummary,
+    VendorLatency,
+)
 from bench.metrics.trials import trial_stability
 from bench.metrics.turntaking import run_figures
 from bench.paths import resolve_output
@@ -295,7 +303,27 @@ def summarize_frame(
         notes=notes,
         turn_taking=turn_taking,
         impairment=str(impairment) if impairment else None,
+        conversations=conversation_results(frame),
     )
+
+
+def conversation_results(frame: pd.DataFrame) -> list[ConversationResult]:
+    """The multi-turn conversations of a scored frame (more than one turn), each turn's verdict in order."""
+    if not len(frame) or "conversation_id" not in frame.columns:
+        return []
+    multi = frame[frame.groupby(["system_id", "conversation_id", "trial"], observed=True)["turn_index"]
+                  .transform("max") > 0]
+    results = []
+    for key, turns in multi.groupby(["system_id", "conversation_id", "trial"], observed=True, sort=True):
+        system_id, conversation_id, trial = cast(tuple[str, str, int], key)
+        rows = turns.sort_values("turn_index").to_dict("records")
+        results.append(ConversationResult(
+            system_id=str(system_id), conversation_id=str(conversation_id), trial=int(trial),
+            turns=[ConversationTurnResult(turn_index=int(r["turn_index"]), entry_id=str(r["entry_id"]),
+                                          status=str(r["status"]), passed=bool(r["passed"]),
+                                          reasons=r["reasons"] if isinstance(r["reasons"], str) else "")
+                   for r in rows]))
+    return results
 
 
 def summarize_run(

@@ -92,6 +92,24 @@ def _repeat_trials(summary: RunSummary) -> list[str]:
     return lines
 
 
+def _conversations(summary: RunSummary) -> list[str]:
+    """Multi-turn golden conversations: each conversation's turns, in order, with their verdicts."""
+    if not summary.conversations:
+        return []
+    lines = ["## Conversations", "",
+             f"Golden entries with several caller turns, each run as one conversation on one session; every turn is "
+             f"scored on its own under criteria **{_esc(summary.criteria)}** and counted in the pass rates above "
+             "(they count turns).", "",
+             "| System | Conversation | Trial | Turns passed | Turn results |", "|---|---|---|---|---|"]
+    for c in summary.conversations:
+        marks = " · ".join(f"{t.turn_index + 1}: " + ("pass" if t.passed else "**fail**" if t.status == "succeeded"
+                                                     else f"**{_esc(t.status)}**") for t in c.turns)
+        lines.append(f"| {_esc(c.system_id)} | {_esc(c.conversation_id)} | {c.trial + 1} | "
+                     f"{c.turns_passed}/{len(c.turns)} | {marks} |")
+    lines.append("")
+    return lines
+
+
 def render_markdown(summary: RunSummary, regressions: list[Regression] | None = None,
                     compare_warnings: list[str] | None = None) -> str:
     kind = "" if summary.run_kind == "golden" else f" ({_esc(summary.run_kind)} run)"
@@ -149,8 +167,12 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
         ])
     lines.extend(_table(header, rows))
     lines.append("")
+    lines.append(f"Pass rates count {_esc(summary.pass_rate_counts)}: a single question is one turn, a conversation "
+                 "entry one per caller turn.")
+    lines.append("")
     lines.extend(_repeat_trials(summary))
     lines.extend(turn_taking_markdown(summary, _esc))
+    lines.extend(_conversations(summary))
     if summary.baseline_verdicts:
         lines.append(
             f"## Does `{_esc(summary.reference_system)}` beat the lowest-effort baseline "

@@ -32,9 +32,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.audio.impairments import entry_seed, impair
-from bench.audio.pcm import CANONICAL_RATE, is_silent, split_frames
+from bench.audio.pcm import CANONICAL_RATE, is_silent
 from bench.audio.probes import NON_TURN_PROBES, probe_sound, with_pause
-from bench.audio.recorder import DuplexRecorder
 from bench.dataset import TurnTakingProbe
 from bench.engine.clock import EventTap, Stamped, now
 from bench.engine.conversation import (
@@ -43,12 +42,13 @@ from bench.engine.conversation import (
     Exchange,
     fold,
     raise_fatal,
-    read_response,
 )
+from bench.engine.deadline import CEILING_TIMEOUTS, StallDeadline
 from bench.engine.driver import ConversationDriver
 from bench.engine.launch import LaunchedSystem
 from bench.engine.pump import last_voiced_sample
 from bench.engine.tools import ToolBackend, ToolOutcome
+from bench.engine.unpaced import ShiftingRecorder, unpaced_exchange
 from bench.protocol import (
     AdapterError,
     AudioDelta,
@@ -88,20 +88,10 @@ def session_document(passages: list[str]) -> dict[str, Any] | None:
     return None
 
 
-class ConversationRecorder(DuplexRecorder):
+class ConversationRecorder(ShiftingRecorder):
     """Both tracks of the whole conversation. The engine's driver asks for the caller-heard latency after each
     exchange; here the VAD runs once after the conversation, off the event loop, so nothing is answered now.
-
-    ``shift`` is the audio time that unpaced sending skipped: each unpaced utterance is recorded as if it had been
-    spoken in real time, and everything after it moves on by its duration (0 for paced audio)."""
-
-    shift: float = 0.0
-
-    def _samples(self, t: float) -> int:
-        return max(0, round((t + self.shift - self.origin) * self.sample_rate))
-
-    def _time(self, samples: int) -> float:
-        return self.origin + samples / self.sample_rate - self.shift
+    ``shift``: the audio time unpaced sending skipped (``bench.engine.unpaced``)."""
 
     def caller_heard_ms(self, speech_end: float) -> float | None:
         return None
@@ -279,8 +269,9 @@ class TrialDriver:
                     break
                 barge = caller.barge_in_for(line)
                 index += 1
+                turn_deadline = StallDeadline(idle_s=plan.turn_timeout_s, ceiling_s=self._ceiling(deadline), tap=tap)
                 try:
-                    async with asyncio.timeout(self._budget(deadline)):
+                    async with turn_deadline:
                         if barge is not None:
                             produced = await self._barge_in(session, tap, spec, recorder, mixer, log, index, line,
                                                             barge, paced)
@@ -291,7 +282,7 @@ class TrialDriver:
                     if deadline is not None and now() >= deadline - 0.05:
                         exit_reason = "max_time"
                         break
-                    raise AdapterError(f"no complete reply within {plan.turn_timeout_s:g} s",
+                    raise AdapterError(turn_deadline.reason or f"no response within {plan.turn_timeout_s:g} s",
                                        code=ErrorCode.TIMEOUT) from None
                 for result in produced:
                     turns.append(result)
@@ -328,11 +319,13 @@ class TrialDriver:
                              notes=notes, non_fatal_errors=errors, tool_outcomes=list(driver.tool_outcomes))
 
     # -- helpers ------------------------------------------------------------------------------------------------
-    def _budget(self, deadline: float | None) -> float:
-        budget = self.plan.turn_timeout_s
+    def _ceiling(self, deadline: float | None) -> float:
+        """A turn's total limit: the engine's ceiling (``CEILING_TIMEOUTS`` turn timeouts), cut at the scenario's
+        ``max_time_seconds``; its idle limit is the turn timeout (``bench.engine.deadline``, as a golden run's)."""
+        ceiling = CEILING_TIMEOUTS * self.plan.turn_timeout_s
         if deadline is not None:
-            budget = min(budget, max(0.05, deadline - now()))
-        return budget
+            ceiling = min(ceiling, max(0.05, deadline - now()))
+        return ceiling
 
     async def _listen(self, recorder: ConversationRecorder | None, paced: bool) -> None:
         """A caller hears the agent out before answering: wait until its audio has played (unpaced: skip ahead)."""
@@ -422,7 +415,7 @@ class TrialDriver:
         if paced:
             exchange = await self._driver.audio(mixed, line=mixer.line_after(mix), barge_in=await self._probe(probe))
         else:
-            exchange = await _unpaced_exchange(session, tap, mixed, recorder)
+            exchange = await unpaced_exchange(session, tap, mixed, recorder, observe=self._driver.observe)
         speech_start, speech_end = _speech_bounds(exchange, clean, mixed)
         exchange.speech_end = speech_end
         exchange.zero = speech_end if speech_end is not None else exchange.zero
@@ -592,38 +585,3 @@ def _speech_bounds(exchange: Exchange, clean: bytes, mixed: bytes) -> tuple[floa
     speech_start = exchange.started + first / CANONICAL_RATE if first is not None else None
     return speech_start, end
 
-
-async def _unpaced_exchange(session: Any, tap: EventTap, speech: bytes,
-                            recorder: ConversationRecorder) -> Exchange:
-    """``pace_audio: false`` for a commit-driven endpoint: every frame at once, then ``end_input``. The utterance is
-    recorded as if spoken in real time (the recorder's ``shift`` grows by what the burst skipped); on the engine
-    clock the speech counts as having ended just before the commit."""
-    exchange = Exchange(input_mode="audio", started=now())
-    frames = split_frames(speech, 20.0)
-    step = 0.02
-    reader = read_response(tap, exchange)
-    try:
-        sending = now()
-        for frame in frames:
-            await session.push_audio(frame)
-        committed = now()
-        for k, frame in enumerate(frames):
-            recorder.caller(sending + (k + 1) * step, frame)
-        spoken = len(frames) * step
-        recorder.shift += spoken - (committed - sending)
-        last = last_voiced_sample(speech)
-        trailing = (len(frames) * step * CANONICAL_RATE - 1 - last) / CANONICAL_RATE if last is not None else 0.0
-        exchange.started = committed - spoken
-        exchange.speech_end = committed - trailing
-        await session.end_input()
-        await reader
-    finally:
-        if not reader.done():
-            reader.cancel()
-            with contextlib.suppress(BaseException):
-                await reader
-    exchange.zero = exchange.speech_end
-    for item in exchange.stamps:
-        if isinstance(item.event, AudioDelta):
-            recorder.agent(item.t, item.event.pcm16, item.event.sample_rate, item.event.response_id)
-    return exchange

@@ -1,14 +1,17 @@
 """The simulation matrix: systems × scenarios × personas × environments × data × trials, one session each.
 
-Every system is launched through the engine (its emulator started, its adapter created and started); each unit of
-the matrix is one trial (``trial.Unit``), run by an executor (``bench.engine.executors``): ``--executor local``
-(the default) runs trials as asyncio tasks in this process, ``--executor ray`` on Ray workers that each hold the
-systems warm (``--ray-address auto|ray://…``, default a local cluster). A trial is one conversation run by
-``conversation.TrialDriver`` with retries per conversation (a retryable failure restarts the conversation on a new
-session, attempt + 1); after it: voice metrics (off the event loop), the outcome probe, deterministic verdicts,
-judges and the naturalness metric, then the trial's bundle (``trial.TrialRunner``). This driver alone writes the
-store — each conversation record (one turn record per exchange, its events, the trial report as an artifact) goes
-through the writer thread — and, for trials that ran on Ray workers, their bundles, which come back as bytes.
+The run's life cycle — launch, resume, cost cap, store writer, executor, progress, status — is the engine's
+(``bench.engine.lifecycle``, the same as ``voice-bench run``'s): the matrix is a job, a plan of conversations (one
+trial each) fed to the same runner. Every system is launched through the engine (its emulator started, its adapter
+created and started); each unit of the matrix is one trial (``trial.Unit``), run by an executor
+(``bench.engine.executors``): ``--executor local`` (the default) runs trials as asyncio tasks in this process,
+``--executor ray`` on Ray workers that each hold the systems warm (``--ray-address auto|ray://…``, default a local
+cluster). A trial is one conversation run by ``conversation.TrialDriver`` with retries per conversation (a retryable
+failure restarts the conversation on a new session, attempt + 1); after it: voice metrics (off the event loop), the
+outcome probe, deterministic verdicts, judges and the naturalness metric, then the trial's bundle
+(``trial.TrialRunner``). This driver alone writes the store — each conversation record (one turn record per
+exchange, its events, the trial report as an artifact) goes through the store writer — and, for trials that ran on
+Ray workers, their bundles, which come back as bytes.
 
 Resumable: ``run-state.json`` in the artifacts directory names the run and the suite's hash; a run that was killed
 continues with the same run id and skips every conversation the store already holds as finished (with either
@@ -26,23 +29,22 @@ conversations unstarted.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from bench import __version__
+from bench.engine.budget import CostCap, NotStarted
 from bench.engine.executors import Executor, LocalExecutor, make_executor
-from bench.engine.executors.base import describe_exception
+from bench.engine.lifecycle import LifecycleOutcome, run_conversations
 from bench.engine.registry import create_adapter
 from bench.engine.scheduler import new_run_id
 from bench.errors import EXIT_EXECUTION_FAILURE, EXIT_GATE_FAILED, EXIT_OK, ConfigError
 from bench.privacy import scrub
 from bench.protocol import ErrorCode
-from bench.protocol.redact import known_secrets, redact
+from bench.protocol.redact import known_secrets
 from bench.simulation import bundle as files
 from bench.simulation import costs
 from bench.simulation.imports import search_path
@@ -60,7 +62,7 @@ from bench.simulation.trial import (
 )
 from bench.simulation.trial import now_iso as _now_iso
 from bench.simulation.verdicts import aggregate
-from bench.store import ConversationRecord, RunInfo, Store, StoreWriter, SystemInfo
+from bench.store import ConversationRecord, RunInfo, Store, SystemInfo
 from bench.store.writer import PendingArtifact
 
 RUN_REPORT_SCHEMA = "1.0"
@@ -112,6 +114,89 @@ def _content(artifact: PendingArtifact) -> bytes:
     return artifact.data() if callable(artifact.data) else artifact.data
 
 
+class _TrialCostCap(CostCap):
+    """The engine's cost cap (``bench.engine.budget.CostCap``, asked by the run life cycle once per trial before it
+    starts or is sent to a worker) on a simulation's figures: a trial is charged its estimate before it starts
+    (persona, judges and the system on its price plan; EMULATED systems at list price with ``price_emulated``), then
+    the actual its trial report metered."""
+
+    def __init__(self, run: SimulationRun, cap_usd: float):
+        super().__init__(cap_usd, price_emulated=run.options.price_emulated)
+        self.run = run
+
+    def charge(self, unit: Any) -> float:
+        return float(unit.estimate)
+
+    def actual(self, record: Any) -> float | None:
+        report = self.run.outcomes.get((record.system_id, record.conversation_id, record.trial))
+        value = (report or {}).get("cost", {}).get("actual_usd")
+        return float(value) if value is not None else None
+
+    def keep_going(self, unit: Any) -> bool:
+        if super().keep_going(unit):
+            return True
+        LOG.info("cost cap: not starting %s trial %d (spent+running %.4f + estimate %.4f > cap %.4f)", unit.cell.id,
+                 unit.trial + 1, self.spent + sum(self.reserved.values()), unit.estimate, self.cap_usd)
+        return False
+
+
+class _SimulationJob:
+    """A simulation matrix as a job of the run life cycle (``bench.engine.lifecycle``)."""
+
+    label = "simulation"
+
+    def __init__(self, run: SimulationRun, run_id: str):
+        self.run, self.run_id = run, run_id
+        self.runner: TrialRunner | None = None
+
+    async def prepare(self, done: set[tuple[str, str, int]]) -> tuple[list[Unit], TrialRunner]:
+        run = self.run
+        kept = run._load_done(done)
+        if run.cost_cap is not None:  # what the finished trials cost counts against the cap on resume
+            run.cost_cap.spent = run.cost_cap.spent_before = sum(
+                float(run.outcomes[key].get("cost", {}).get("actual_usd") or 0.0) for key in kept)
+        for setup in run.suite.systems:
+            run.input_modes[setup.id] = input_mode_for(setup.spec, run.run, run.adapters[setup.id].capabilities,
+                                                       no_audio=run.options.no_audio)
+            run.priced[setup.id] = costs.price(setup, price_emulated=run.options.price_emulated)
+        if isinstance(run.executor, LocalExecutor):
+            run.emulators = {k: v.emulator for k, v in run.executor.launched.items() if v.emulator is not None}
+        run._write_state(self.run_id, "running")
+        self.runner = run.trial_runner(self.run_id)
+        # units are offered in matrix order, so the cost cap's choice is predictable
+        return [replace(u, bundle_dir=run.bundle_dir(u), estimate=run.estimate(u)) for u in run.units()
+                if u.key not in kept], self.runner
+
+    def run_info(self) -> RunInfo:
+        run = self.run
+        return RunInfo(
+            run_id=self.run_id, created_at=_now_iso(), finished_at=None, status="running",
+            dataset_path=str(run.suite.run_path), dataset_sha256=run.suite.sha256, trials=run.trials,
+            systems=run._system_infos(), harness_version=__version__, kind="simulation",
+            config={"kind": "simulation", "run_file": str(run.suite.run_path), "artifacts_dir": str(run.dir),
+                    "tags": run.options.tags, "input_modes": run.input_modes, "executor": run.executor.name,
+                    "settings": sanitized(run.run.model_dump(mode="json"))})
+
+    def collect(self, unit: Unit | None, record: ConversationRecord,
+                artifacts: list[PendingArtifact]) -> tuple[list[PendingArtifact], str | None]:
+        assert unit is not None and self.runner is not None
+        report, stored = self.run._collect(unit, record, artifacts, self.runner)
+        self.run.outcomes[unit.key] = report
+        mark = "PASS" if report["passed"] else ("FAIL" if report["execution_status"] == "succeeded" else "ERROR")
+        line = (f"{mark} {unit.system_id} {unit.cell.id} trial {unit.trial + 1}: {report['exit_reason']}"
+                + (f" ({report['failure_reason']})" if report["failure_reason"] else ""))
+        return stored, line
+
+    def final_status(self, outcome: LifecycleOutcome) -> str:
+        """Every trial executed and every cell passing pass^k: completed; executed with a failing cell:
+        completed_with_failures; a trial that failed to execute or was not started: incomplete."""
+        report = self.run._run_report(self.run_id)
+        if report["process_exit_code"] == EXIT_OK:
+            return "completed"
+        executed = not outcome.not_started and not report["execution_failures"]
+        return "completed_with_failures" if executed else "incomplete"
+
+
 class SimulationRun:
     """One run of a suite's matrix (``execute``); ``executor`` overrides the one ``options`` names."""
 
@@ -144,10 +229,10 @@ class SimulationRun:
         self.input_modes: dict[str, str] = {}
         self.priced: dict[str, costs.PricedSystem] = {}
         self.outcomes: dict[tuple[str, str, int], dict[str, Any]] = {}
-        self.not_started: list[Unit] = []
-        self.spent = 0.0
-        self.reserved: dict[tuple[str, str, int], float] = {}
-        self.estimate_total = 0.0
+        cap = options.max_cost_usd if options.max_cost_usd is not None else suite.run.cost.max_usd
+        #: the cost cap (None: no cap); what it did not start is ``not_started``
+        self.cost_cap = _TrialCostCap(self, cap) if cap is not None else None
+        self.not_started: list[NotStarted] = self.cost_cap.not_started if self.cost_cap is not None else []
         self._handler: logging.Handler | None = None
 
     # -- layout -------------------------------------------------------------------------------------------------
@@ -238,12 +323,11 @@ class SimulationRun:
             self._handler.close()
             self._handler = None
 
-    def _load_done(self, store: Store, run_id: str) -> set[tuple[str, str, int]]:
-        done: set[tuple[str, str, int]] = set()
-        for row in store.conversations(run_id):
-            if row["status"] != "succeeded":
-                continue
-            key = (row["system_id"], row["conversation_id"], int(row["trial"]))
+    def _load_done(self, done: set[tuple[str, str, int]]) -> set[tuple[str, str, int]]:
+        """Of the conversations the store holds as finished, those whose bundle holds its trial report (the others
+        run again); their reports are read back."""
+        kept: set[tuple[str, str, int]] = set()
+        for key in done:
             cell = next((c for c in self.cells if c.id == key[1]), None)
             if cell is None:
                 continue
@@ -252,8 +336,8 @@ class SimulationRun:
                 self.outcomes[key] = json.loads(report_path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue  # no bundle: run it again
-            done.add(key)
-        return done
+            kept.add(key)
+        return kept
 
     def _system_infos(self) -> list[SystemInfo]:
         infos = []
@@ -311,96 +395,33 @@ class SimulationRun:
         return report, runner.record(outcome, report)[1]
 
     async def _execute(self, store: Store, run_id: str, resumed: bool) -> RunResult:
-        done = self._load_done(store, run_id) if resumed else set()
         executor = self.executor
         LOG.info("run %s %s: %d cells x %d systems x %d trials (executor %s)", run_id,
                  "resumed" if resumed else "started", len(self.cells), len(self.suite.systems), self.trials,
                  executor.name)
-        for key in done:
-            self.spent += float(self.outcomes[key].get("cost", {}).get("actual_usd") or 0.0)
-        runner: TrialRunner | None = None
+        job = _SimulationJob(self, run_id)
         try:
             self.adapters = self._build_adapters()
-            await executor.launch([s.config for s in self.suite.systems], self.adapters, launcher=self.launcher())
-            start_failures = await executor.start()
-            for setup in self.suite.systems:
-                self.input_modes[setup.id] = input_mode_for(setup.spec, self.run, self.adapters[setup.id].capabilities,
-                                                            no_audio=self.options.no_audio)
-                self.priced[setup.id] = costs.price(setup, price_emulated=self.options.price_emulated)
-            if isinstance(executor, LocalExecutor):
-                self.emulators = {k: v.emulator for k, v in executor.launched.items() if v.emulator is not None}
-            if not resumed:
-                store.create_run(RunInfo(
-                    run_id=run_id, created_at=_now_iso(), finished_at=None, status="running",
-                    dataset_path=str(self.suite.run_path), dataset_sha256=self.suite.sha256, trials=self.trials,
-                    systems=self._system_infos(), harness_version=__version__, kind="simulation",
-                    config={"kind": "simulation", "run_file": str(self.suite.run_path),
-                            "artifacts_dir": str(self.dir), "tags": self.options.tags,
-                            "input_modes": self.input_modes, "executor": executor.name,
-                            "settings": sanitized(self.run.model_dump(mode="json"))},
-                ))
-            self._write_state(run_id, "running")
-            runner = self.trial_runner(run_id)
-            pending = [replace(u, bundle_dir=self.bundle_dir(u), estimate=self.estimate(u)) for u in self.units()
-                       if u.key not in done]
-            by_key = {u.key: u for u in pending}
-            writer = StoreWriter(store, self.dir / "store-artifacts")
-            cap = self.options.max_cost_usd if self.options.max_cost_usd is not None else self.run.cost.max_usd
-
-            def keep_going(unit: Unit) -> bool:
-                """The cost cap, asked once per trial before it starts (local) or is sent to a worker (Ray)."""
-                committed = self.spent + sum(self.reserved.values())
-                if cap is not None and committed + unit.estimate > cap:
-                    self.not_started.append(unit)
-                    LOG.info("cost cap: not starting %s trial %d (spent+running %.4f + estimate %.4f > cap %.4f)",
-                             unit.cell.id, unit.trial + 1, committed, unit.estimate, cap)
-                    return False
-                self.reserved[unit.key] = unit.estimate
-                self.estimate_total += unit.estimate
-                return True
-
-            def finished(record: ConversationRecord, artifacts: list[PendingArtifact]) -> None:
-                assert runner is not None
-                key = (record.system_id, record.conversation_id, record.trial)
-                unit = by_key[key]
-                report, stored = self._collect(unit, record, artifacts, runner)
-                writer.submit(record, stored)
-                self.reserved.pop(key, None)
-                self.spent += float(report.get("cost", {}).get("actual_usd") or 0.0)
-                self.outcomes[key] = report
-                if self.options.progress:
-                    mark = "PASS" if report["passed"] else ("FAIL" if report["execution_status"] == "succeeded"
-                                                            else "ERROR")
-                    print(f"{mark} {unit.system_id} {unit.cell.id} trial {unit.trial + 1}: {report['exit_reason']}"
-                          + (f" ({report['failure_reason']})" if report["failure_reason"] else ""),
-                          file=sys.stderr, flush=True)
-
-            try:
-                for system_id, exc in start_failures.items():  # each of its trials is recorded failed
-                    reason = redact(f"system failed to start: {describe_exception(exc)}")
-                    code = str(getattr(exc, "code", ErrorCode.INTERNAL))
-                    for unit in [u for u in pending if u.system_id == system_id]:
-                        finished(unit.failed(runner, code, reason), [])
-                    pending = [u for u in pending if u.system_id != system_id]
-                # units are offered in matrix order, so the cost cap's choice is predictable
-                await executor.run(pending, runner, finished, keep_going)
-            finally:
-                await asyncio.to_thread(writer.close)
-        finally:
+        except BaseException:
             await executor.close()
-            if runner is not None:
-                await runner.close()
+            raise
+        try:
+            outcome = await run_conversations(
+                job, store, executor, run_id=run_id, resume=resumed, systems=[s.config for s in self.suite.systems],
+                adapters=self.adapters, total=len(self.units()), launcher=self.launcher(), cost_cap=self.cost_cap,
+                progress=self.options.progress, reports_dir=self.dir / "store-artifacts")
+        finally:
+            if job.runner is not None:
+                await job.runner.close()
         report = self._run_report(run_id)
         exit_code = report["process_exit_code"]
-        status = "completed" if not self.not_started and not report["execution_failures"] else "incomplete"
-        store.finish_run(run_id, "completed" if exit_code == EXIT_OK else
-                         ("completed_with_failures" if status == "completed" else "incomplete"))
-        self._write_state(run_id, status)
+        self._write_state(run_id, "completed" if not self.not_started and not report["execution_failures"]
+                          else "incomplete")
         report_path = self.dir / "run-report.json"
         files.write_json(report_path, report)
         LOG.info("run %s finished: exit %d", run_id, exit_code)
         return RunResult(run_id=run_id, exit_code=exit_code, report=report, report_path=report_path,
-                         resumed=resumed, skipped_as_done=len(done))
+                         resumed=resumed, skipped_as_done=outcome.skipped_as_done)
 
     def _run_report(self, run_id: str) -> dict[str, Any]:
         cells = []
@@ -454,8 +475,8 @@ class SimulationRun:
                      "estimate_usd": round(sum(float(r.get("cost", {}).get("estimate_usd") or 0) for r in all_reports),
                                            6),
                      "actual_usd": round(sum(float(r.get("cost", {}).get("actual_usd") or 0) for r in all_reports), 6),
-                     "not_started": [{"system_id": u.system_id, "cell_id": u.cell.id, "trial": u.trial + 1,
-                                      "estimate_usd": self.estimate(u)} for u in self.not_started],
+                     "not_started": [{"system_id": n.system_id, "cell_id": n.entry_id, "trial": n.trial + 1,
+                                      "estimate_usd": n.estimate_usd} for n in self.not_started],
                      "plans": {s: p.plan_label for s, p in self.priced.items()}},
             "finished_at": _now_iso(),
         }

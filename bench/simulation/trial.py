@@ -508,12 +508,12 @@ class TrialRunner:
         if attempt is not None:
             for turn in attempt.turns:
                 fields = {k: v for k, v in turn.folded.items() if k in TurnRecord.model_fields and k != "input_mode"}
-                turns.append(TurnRecord(entry_id=f"{cell.id}#{turn.index:03d}", status="succeeded",
+                turns.append(TurnRecord(entry_id=cell.id, status="succeeded",
                                         attempts=outcome.attempts, turn_index=turn.index, input_mode=mode,
                                         started_at=turn.started_utc, **key, **fields))
             events = stored_events(attempt.stamps, attempt.origin)
         else:
-            turns.append(TurnRecord(entry_id=f"{cell.id}#000", status="failed", failure_code=outcome.failure_code,
+            turns.append(TurnRecord(entry_id=cell.id, status="failed", failure_code=outcome.failure_code,
                                     failure_reason=outcome.failure_reason, attempts=max(outcome.attempts, 1),
                                     input_mode=mode, started_at=outcome.started_at, **key))
         record = ConversationRecord(run_id=run_id, system_id=unit.system_id, conversation_id=cell.id,

@@ -1,12 +1,19 @@
 """The SQLite file of the store: runs (with their kind), conversations, turns, events, artifact references, ratings
-and the review workflow's tables (schema v3).
+and the review workflow's tables (schema v4).
+
+One record shape for every job: a conversation (golden single question, golden conversation entry, simulation
+trial, imported call) is keyed (run, system, conversation id, trial), and each of its turns (conversation id, turn
+index). A turn's ``entry_id`` names what it is scored against: the golden entry (a conversation entry's turn is
+``<conversation id>/<turn number>``); a simulation's turns name their conversation (the matrix cell).
 
 Each finished conversation is committed in one transaction with its turns, events and artifacts (the writer commits
 the conversations that finished meanwhile together, one transaction for all of them: a conversation is never
 half-recorded), so a killed run keeps everything already recorded and resumes without repeating paid work.
 Everything written passes through the redactors first (credentials and personal data: ``bench.privacy``).
-Version-1 and version-2 stores are migrated in place (every row is kept; v3 adds each run's kind and takes in the
-review tables that version 2 left to ``bench.review``, with their rows); a store written by a newer harness is
+Version-1, -2 and -3 stores are migrated in place (every row is kept; v3 adds each run's kind and takes in the
+review tables that version 2 left to ``bench.review``, with their rows; v4 keys turns by conversation id and turn
+index, instead of by entry id, and gives the simulation turns stored as ``<cell>#<NNN>`` their conversation's id as
+entry id); a store written by a newer harness is
 refused with a clear message. ``turns_dataframe`` is the public pandas view of a run; ``bench.store.query`` and
 ``bench.store.review`` hold the other named queries.
 
@@ -32,7 +39,7 @@ from bench.records import TurnRecord
 if TYPE_CHECKING:  # pandas is imported by turns_dataframe (the writer process does not need it)
     import pandas as pd
 
-STORE_SCHEMA_VERSION = 3
+STORE_SCHEMA_VERSION = 4
 
 #: what produced a run: the golden-set benchmark, the audio loop, a simulation, or rows imported from elsewhere
 RunKind = Literal["golden", "audio-loop", "simulation", "imported"]
@@ -61,10 +68,39 @@ CREATE TABLE IF NOT EXISTS turns (
     status TEXT NOT NULL,
     record_json TEXT NOT NULL,
     recorded_at TEXT NOT NULL,
-    conversation_id TEXT,
+    conversation_id TEXT NOT NULL,
     turn_index INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (run_id, system_id, entry_id, trial)
+    PRIMARY KEY (run_id, system_id, conversation_id, trial, turn_index)
 );
+CREATE INDEX IF NOT EXISTS turns_by_run ON turns(run_id, system_id);
+"""
+
+#: schema version 4 keys turns by (conversation, turn index): the turns table is rebuilt with every row kept
+_MIGRATE_TURNS_V4 = """
+ALTER TABLE turns RENAME TO turns_v3;
+DROP INDEX IF EXISTS turns_by_run;
+CREATE TABLE turns (
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    system_id TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    trial INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    record_json TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    turn_index INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (run_id, system_id, conversation_id, trial, turn_index)
+);
+INSERT OR REPLACE INTO turns
+    SELECT run_id, system_id,
+           CASE WHEN substr(entry_id, 1, length(conversation_id) + 1) = conversation_id || '#' THEN conversation_id
+                ELSE entry_id END,
+           trial, status, record_json, recorded_at, COALESCE(conversation_id, entry_id), turn_index
+    FROM turns_v3 ORDER BY rowid;
+UPDATE turns SET record_json = json_set(record_json, '$.entry_id', entry_id, '$.conversation_id', conversation_id)
+    WHERE json_valid(record_json) AND (json_extract(record_json, '$.entry_id') IS NOT entry_id
+        OR json_extract(record_json, '$.conversation_id') IS NOT conversation_id);
+DROP TABLE turns_v3;
 CREATE INDEX IF NOT EXISTS turns_by_run ON turns(run_id, system_id);
 """
 
@@ -183,6 +219,8 @@ CREATE TABLE IF NOT EXISTS review_judge_scores (
     PRIMARY KEY (run_id, clip_id, judge)
 );
 """
+#: the order turns are read in: by system, conversation (a single question's id is its entry's), turn, trial
+_TURN_ORDER = "system_id, conversation_id, turn_index, trial"
 #: the runs' columns in the order ``RunInfo`` is read from
 _RUN_COLUMNS = ("run_id, created_at, finished_at, status, dataset_path, dataset_sha256, trials, systems_json, "
                 "config_json, harness_version, kind")
@@ -293,6 +331,9 @@ def _conversation_rows(records: list[ConversationRecord]) -> _Rows:
     records = list({(r.run_id, r.system_id, r.conversation_id, r.trial): r for r in records}.values())
     texts: list[str] = []
     for record in records:
+        for turn in record.turns:  # a conversation's turns are keyed by it (one record shape for every job)
+            if turn.conversation_id != record.conversation_id:
+                turn.conversation_id = record.conversation_id
         texts.append(_record_json(record, exclude={"turns", "events"}))
         texts.append(record.failure_reason or "")
         texts.extend(_record_json(turn) for turn in record.turns)
@@ -328,7 +369,7 @@ class Store:
         self._conn.executescript(_SCHEMA)
         row = self._conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         version = int(row[0]) if row is not None else None
-        if version is not None and version not in (1, 2, STORE_SCHEMA_VERSION):
+        if version is not None and version not in (1, 2, 3, STORE_SCHEMA_VERSION):
             self._conn.close()
             raise ConfigError(f"{self.path}: store schema version {version} is not supported "
                               f"(this harness reads versions 1 to {STORE_SCHEMA_VERSION}); use the harness that "
@@ -338,6 +379,8 @@ class Store:
         self._conn.executescript(_SCHEMA_V2 + _SCHEMA_V3)
         if version in (1, 2):
             self._migrate_v2()
+        if version in (1, 2, 3):
+            self._migrate_v3()
         if version is None:
             self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(STORE_SCHEMA_VERSION),))
         self._conn.commit()
@@ -365,6 +408,15 @@ class Store:
                                "'simulation'")
             self._conn.execute("UPDATE runs SET kind='audio-loop' WHERE dataset_path LIKE '%golden.clean.json' "
                                "OR dataset_path LIKE '%golden.heard.json'")
+        self._conn.execute("UPDATE meta SET value='3' WHERE key='schema_version'")
+
+    def _migrate_v3(self) -> None:
+        """Version 3 keyed turns by (run, system, entry, trial), so a simulation stored its turns as entries
+        ``<cell>#<NNN>``: rebuild the turns table keyed by (run, system, conversation, trial, turn index), every row
+        kept (a turn without a conversation id is the conversation of its entry), the simulation's turns named by
+        their conversation."""
+        self._conn.commit()
+        self._conn.executescript("BEGIN;" + _MIGRATE_TURNS_V4 + "COMMIT;")
         self._conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(STORE_SCHEMA_VERSION),))
 
     def close(self) -> None:
@@ -425,6 +477,8 @@ class Store:
             self._conn.commit()
 
     def _insert_turn(self, record: TurnRecord) -> None:
+        if record.conversation_id is None:  # a turn on its own is the conversation of its entry
+            record = record.model_copy(update={"conversation_id": record.entry_id})
         self._conn.execute(
             "INSERT OR REPLACE INTO turns VALUES (?,?,?,?,?,?,?,?,?)",
             (record.run_id, record.system_id, record.entry_id, record.trial, record.status,
@@ -500,7 +554,15 @@ class Store:
         if system_id is not None:
             query += " AND system_id=?"
             args = (run_id, system_id)
-        rows = self._conn.execute(query + " ORDER BY system_id, entry_id, trial", args).fetchall()
+        rows = self._conn.execute(query + f" ORDER BY {_TURN_ORDER}", args).fetchall()
+        return [TurnRecord.model_validate_json(r[0]) for r in rows]
+
+    def conversation_turns(self, run_id: str, system_id: str, conversation_id: str,
+                           trial: int = 0) -> list[TurnRecord]:
+        """The turns of one stored conversation, in turn order."""
+        rows = self._conn.execute(
+            "SELECT record_json FROM turns WHERE run_id=? AND system_id=? AND conversation_id=? AND trial=? "
+            "ORDER BY turn_index", (run_id, system_id, conversation_id, trial)).fetchall()
         return [TurnRecord.model_validate_json(r[0]) for r in rows]
 
     def turn_fields(self, run_id: str, scalars: list[str], json_fields: list[str]) -> list[tuple]:
@@ -513,7 +575,7 @@ class Store:
         nested = "".join(f", json_extract(record_json, '$.{name}')" for name in json_fields)
         rows = self._conn.execute(
             f"SELECT rowid, json_extract(record_json, {paths}){nested} FROM turns "
-            "WHERE run_id=? ORDER BY system_id, entry_id, trial",
+            f"WHERE run_id=? ORDER BY {_TURN_ORDER}",
             (run_id,),
         ).fetchall()
         return [(row[0], *json.loads(row[1]), *row[2:]) for row in rows]
@@ -529,9 +591,11 @@ class Store:
         return found
 
     def completed_keys(self, run_id: str) -> set[tuple[str, str, int]]:
-        """(system, entry, trial) keys that already succeeded — skipped when a run is resumed."""
+        """(system, conversation, trial) keys of the conversations every turn of which succeeded — skipped when a
+        run is resumed (a single-question conversation's id is its entry's)."""
         rows = self._conn.execute(
-            "SELECT system_id, entry_id, trial FROM turns WHERE run_id=? AND status='succeeded'", (run_id,)
+            "SELECT system_id, conversation_id, trial FROM turns WHERE run_id=? GROUP BY system_id, conversation_id, "
+            "trial HAVING MIN(status = 'succeeded') = 1", (run_id,)
         ).fetchall()
         return {(r[0], r[1], int(r[2])) for r in rows}
 
@@ -540,7 +604,7 @@ class Store:
 
 
 def turns_dataframe(store: Store | Path | str, run_id: str = "latest") -> pd.DataFrame:
-    """The turns of a run as a DataFrame: one row per (system, entry, trial), raw observations only.
+    """The turns of a run as a DataFrame: one row per (system, conversation, turn, trial), raw observations only.
 
     Vendor-reported latencies are expanded into ``vendor_latency.<name>`` columns; the event timeline,
     retrieved context and tool calls are kept as Python objects in their own columns.

@@ -46,10 +46,13 @@ MAX_BATCH = 500
 class PendingArtifact:
     """Artifact content to be written by the writer thread (hashing and file I/O stay off the loop)."""
 
-    def __init__(self, kind: str, data: bytes | Callable[[], bytes], media_type: str):
+    def __init__(self, kind: str, data: bytes | Callable[[], bytes], media_type: str, *,
+                 turn_index: int | None = None):
         self.kind = kind
         self.data = data
         self.media_type = media_type
+        #: the turn the artifact belongs to (its hash goes into that turn's record); None: every turn's
+        self.turn_index = turn_index
 
 
 #: one finished conversation for the writer: its record, its artifacts and the record's JSON when already encoded
@@ -294,7 +297,8 @@ class StoreWriter:
                                                     media_type=artifact.media_type,
                                                     path=str(path.relative_to(self.reports_dir))))
                 for turn in record.turns:
-                    turn.artifacts[artifact.kind] = sha
+                    if artifact.turn_index is None or artifact.turn_index == turn.turn_index:
+                        turn.artifacts[artifact.kind] = sha
         return record
 
     def flush(self) -> None:

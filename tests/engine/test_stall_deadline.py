@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from bench.engine.clock import Stamped, now
-from bench.engine.scheduler import StallDeadline
+from bench.engine.deadline import StallDeadline
 
 
 class _Tap:
@@ -27,20 +27,17 @@ async def _stream(tap: _Tap, every_s: float, for_s: float) -> None:
 
 async def test_a_response_that_keeps_streaming_past_the_timeout_is_not_a_stall() -> None:
     tap = _Tap()
-    async with asyncio.timeout(None) as timeout:
-        deadline = StallDeadline(timeout, idle_s=1.5, ceiling_s=60)
-        deadline.tap = tap  # type: ignore[assignment]
+    deadline = StallDeadline(idle_s=1.5, ceiling_s=60, tap=tap)  # type: ignore[arg-type]
+    async with deadline:
         await _stream(tap, every_s=0.05, for_s=4.0)  # streams for well over idle_s
-    deadline.cancel()
     assert deadline.reason == ""
 
 
 async def test_no_event_for_the_timeout_is_a_stall() -> None:
     tap = _Tap()
     with pytest.raises(TimeoutError):
-        async with asyncio.timeout(None) as timeout:
-            deadline = StallDeadline(timeout, idle_s=1.0, ceiling_s=60)
-            deadline.tap = tap  # type: ignore[assignment]
+        deadline = StallDeadline(idle_s=1.0, ceiling_s=60, tap=tap)  # type: ignore[arg-type]
+        async with deadline:
             await _stream(tap, every_s=0.05, for_s=1.5)
             await asyncio.sleep(30)  # then silence
     assert deadline.reason.startswith("no response within 1 s (no event from the system for")
@@ -49,8 +46,7 @@ async def test_no_event_for_the_timeout_is_a_stall() -> None:
 async def test_the_ceiling_ends_a_response_that_never_stops() -> None:
     tap = _Tap()
     with pytest.raises(TimeoutError):
-        async with asyncio.timeout(None) as timeout:
-            deadline = StallDeadline(timeout, idle_s=1.0, ceiling_s=2.5)
-            deadline.tap = tap  # type: ignore[assignment]
+        deadline = StallDeadline(idle_s=1.0, ceiling_s=2.5, tap=tap)  # type: ignore[arg-type]
+        async with deadline:
             await _stream(tap, every_s=0.05, for_s=30)
     assert deadline.reason.startswith("no complete response within 2.5 s")

@@ -56,7 +56,7 @@ def test_v1_store_is_migrated_keeping_its_rows(tmp_path):
     assert {t.entry_id for t in store.turns("old")} == {"E", "E-2"}
     store.close()
     version = sqlite3.connect(path).execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0]
-    assert version == "3"
+    assert version == "4"
 
 
 def test_newer_store_is_refused_with_a_clear_message(tmp_path):

@@ -205,9 +205,9 @@ def test_a_v2_store_with_review_rows_is_migrated_in_place(tmp_path: Path) -> Non
     finally:
         store.close()
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "3"
+    assert conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == "4"
     conn.close()
-    Store(path).close()  # opening a v3 store again changes nothing
+    Store(path).close()  # opening a migrated store again changes nothing
 
 
 def test_a_new_store_records_the_run_kind(tmp_path: Path) -> None:
