@@ -91,6 +91,25 @@ def _repeat_trials(summary: RunSummary) -> list[str]:
     return lines
 
 
+def _cost_basis(summary: RunSummary) -> list[str]:
+    """What each cost figure was computed from: the price plan and date, and the billing basis of both columns."""
+    rows = []
+    for s in summary.systems:
+        cost, plan = s.cost, s.cost.plan
+        plan_text = "no price table" if plan is None else (
+            f"{_esc(plan.vendor)}/{_esc(plan.plan_id)}" + (" **UNVERIFIED**" if plan.unverified else ""))
+        rows.append([
+            _esc(s.id) + (" **EMULATED**" if s.emulated else ""), plan_text, plan.pricing_date if plan else "–",
+            _usd(cost.per_1000_turns_usd), f"{cost.n_metered} of {cost.n_turns}", _esc(cost.basis),
+            _usd(cost.vendor_reported_per_1000_turns_usd), _esc(cost.vendor_reported_basis),
+        ])
+    return ["## Cost basis", "",
+            "Metered cost is the usage each turn recorded times the dated price table, scaled to 1,000 turns; the "
+            "vendor-reported column is the vendor's own bill where its API returns one.", "",
+            *_table(["System", "Price plan", "Pricing date", "Metered $ / 1k", "Turns metered", "Billing basis",
+                     "Vendor $ / 1k", "Vendor figure basis"], rows), ""]
+
+
 def render_markdown(summary: RunSummary, regressions: list[Regression] | None = None,
                     compare_warnings: list[str] | None = None) -> str:
     kind = "" if summary.run_kind == "golden" else f" ({_esc(summary.run_kind)} run)"
@@ -148,6 +167,7 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
     lines.extend(_table(header, rows))
     lines.append("")
     lines.extend(_repeat_trials(summary))
+    lines.extend(_cost_basis(summary))
     if summary.baseline_verdicts:
         lines.append(
             f"## Does `{_esc(summary.reference_system)}` beat the lowest-effort baseline "
