@@ -152,7 +152,8 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
         mode = "**EMULATED**" if s.emulated else s.mode
         if s.shared_brain:
             mode += f" · {_esc(s.shared_brain)}"
-        fluency = "not rated" if s.fluency.status != "rated" else f"{s.fluency.mean:.2f}"
+        fluency = "not rated" if s.fluency.status != "rated" else (
+            f"{s.fluency.mean:.2f}" + (" (**SYNTHESIZED** speech)" if s.fluency.synthesized else ""))
         tools = "n/a"
         if s.intent is not None and s.intent.tool_call_compliance is not None:
             tools = _pct(s.intent.tool_call_compliance.rate)
