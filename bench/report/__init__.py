@@ -30,7 +30,7 @@ from markupsafe import Markup
 from bench.dataset import GoldenSet
 from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
 from bench.metrics import RunSummary, load_run, phase, summarize_frame
-from bench.report.charts import Chart, system_colours
+from bench.report.charts import Chart, system_colours, write_pngs
 from bench.report.compare import (
     LATENCY_MIN_FRACTION,
     Regression,
@@ -241,31 +241,34 @@ def write_turns_csv(frame: pd.DataFrame, path: Path) -> None:
 BACKGROUND_CSV_MIN_ROWS = 20_000
 
 
-def _start_turns_csv(frame: pd.DataFrame, path: Path) -> Callable[[], None]:
-    """Write turns.csv; for large runs in a forked child process, so it overlaps with rendering the report.
+def _in_background(rows: int, write: Callable[..., None], *args: Any) -> Callable[[], None]:
+    """Run ``write(*args)``; for large runs in a forked child process, so it overlaps with rendering the report.
 
-    Returns a function that waits for the file. If the child fails the file is written in this process, so
-    nothing is lost silently. BENCH_REPORT_FORK=0 turns the child process off.
+    Returns a function that waits for it. If the child fails the work is done in this process, so nothing is lost
+    silently. BENCH_REPORT_FORK=0 turns the child process off.
     """
     use_fork = (
-        len(frame) >= BACKGROUND_CSV_MIN_ROWS
+        rows >= BACKGROUND_CSV_MIN_ROWS
         and os.environ.get("BENCH_REPORT_FORK", "1") != "0"
         and "fork" in multiprocessing.get_all_start_methods()
     )
     if not use_fork:
-        write_turns_csv(frame, path)
+        write(*args)
         return lambda: None
-    child = multiprocessing.get_context("fork").Process(
-        target=write_turns_csv, args=(frame, path), name="turns-csv", daemon=True
-    )
+    child = multiprocessing.get_context("fork").Process(target=write, args=args, name=write.__name__, daemon=True)
     child.start()
 
     def wait() -> None:
         child.join()
         if child.exitcode != 0:
-            write_turns_csv(frame, path)
+            write(*args)
 
     return wait
+
+
+def _start_turns_csv(frame: pd.DataFrame, path: Path) -> Callable[[], None]:
+    """Write turns.csv (in a forked child for large runs, see ``_in_background``); returns the wait."""
+    return _in_background(len(frame), write_turns_csv, frame, path)
 
 
 def _calibration_path(out_dir: Path) -> Path | None:
@@ -332,8 +335,11 @@ def write_report(
     with phase(timings, "write summary.json + report.md"):
         paths.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
         paths.markdown.write_text(render_markdown(summary, regressions, compare_warnings), encoding="utf-8")
-    with phase(timings, "draw charts (inline SVG, charts/*.svg and *.png)"):
-        inline = {slot: chart.write(paths.charts)[2] for slot, chart in report_charts(summary, frame, points).items()}
+    with phase(timings, "draw charts (inline SVG, charts/*.svg)"):
+        drawn = report_charts(summary, frame, points)
+        inline = {slot: chart.write_svg(paths.charts) for slot, chart in drawn.items()}
+    with phase(timings, "write charts/*.png (start)"):
+        wait_for_pngs = _in_background(len(frame), write_pngs, list(drawn.values()), paths.charts)
     with phase(timings, "render report.html"):
         paths.html.write_text(
             render_html(summary, frame, points, regressions, compare_run_id, generated_at, compare_warnings,
@@ -344,8 +350,9 @@ def write_report(
         from bench.simulation.report import add_to_report
 
         add_to_report(paths.html, paths.markdown)
-    with phase(timings, "write turns.csv (wait)"):
+    with phase(timings, "write turns.csv and charts/*.png (wait)"):
         wait_for_csv()
+        wait_for_pngs()
     return dataclasses.replace(paths, judge_problems=judge_problems(summary))
 
 

@@ -83,6 +83,13 @@ class Chart:
     alt: str
     figure: Figure
 
+    def __post_init__(self) -> None:
+        # lay the figure out once (constrained layout measures every text) and keep it: the SVG and the PNG are
+        # then two renderings of the same layout, and the second costs no second layout pass
+        with matplotlib.rc_context(_STYLE):
+            self.figure.draw_without_rendering()
+        self.figure.set_layout_engine("none")
+
     def _save(self, fmt: str) -> bytes:
         buffer = io.BytesIO()
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}
@@ -114,14 +121,29 @@ class Chart:
         body = _ID_REFERENCE.sub(lambda m: f"{m.group(1)}{self.name}-{m.group(2)}", text[head_end + 1:].strip())
         return Markup(accessible + body)
 
-    def write(self, folder: Path) -> tuple[Path, Path, Markup]:
-        """Write ``<name>.svg`` and ``<name>.png`` into ``folder``; returns both paths and the inline SVG."""
+    def write_svg(self, folder: Path) -> Markup:
+        """Write ``<name>.svg`` into ``folder``; returns the inline SVG of the same drawing."""
         folder.mkdir(parents=True, exist_ok=True)
         svg = self.svg()
-        svg_path, png_path = folder / f"{self.name}.svg", folder / f"{self.name}.png"
-        svg_path.write_bytes(svg)
-        png_path.write_bytes(self.png())
-        return svg_path, png_path, self.inline_svg(svg)
+        (folder / f"{self.name}.svg").write_bytes(svg)
+        return self.inline_svg(svg)
+
+    def write_png(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.name}.png"
+        path.write_bytes(self.png())
+        return path
+
+    def write(self, folder: Path) -> tuple[Path, Path, Markup]:
+        """Write ``<name>.svg`` and ``<name>.png`` into ``folder``; returns both paths and the inline SVG."""
+        inline = self.write_svg(folder)
+        return folder / f"{self.name}.svg", self.write_png(folder), inline
+
+
+def write_pngs(charts: Sequence[Chart], folder: Path) -> None:
+    """Every chart as ``<name>.png`` in ``folder``."""
+    for chart in charts:
+        chart.write_png(folder)
 
 
 _ID_REFERENCE = re.compile(r'(\bid="|xlink:href="#|\bhref="#|url\(#)([^"\)]+)')
