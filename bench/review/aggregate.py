@@ -4,14 +4,16 @@ Which ratings count: for each reviewer and clip, the reviewer's latest rating at
 reviewer who goes back and rates again replaces the earlier rating); ratings at a self-consistency repeat are used
 only by ``self_consistency``. Only clips in the run's clip index (``bench.review.clips``) count.
 
-- ``fluency_summary(store, run_id)`` — one row per (system, language) of ``bench.review.figures.fluency_figures``
-  (the implementation the report's fluency column uses too): the mean rating (each answer weighs the same), its
-  95 % percentile-bootstrap interval over answers, n ratings, answers and reviewers, where the audio came from
-  (``system audio`` or ``SYNTHESIZED (<engine>)``), Krippendorff's alpha (ordinal) over that group's answers when
-  two or more reviewers rated the same clips, and the share of ratings carrying each flag.
+- ``fluency_summary(store, run_id)`` — one row per (system, language; EMULATED systems marked) of
+  ``bench.review.figures.fluency_figures`` (the implementation the report's fluency column uses too): the mean rating
+  (each answer weighs the same), its 95 % percentile-bootstrap interval over answers, n ratings, answers and
+  reviewers, where the audio came from (``system audio`` or ``SYNTHESIZED (<engine>)``), Krippendorff's alpha
+  (ordinal) over that group's answers when two or more reviewers rated the same clips, and the share of ratings
+  carrying each flag.
 - ``agreement(store, run_id)`` — Krippendorff's alpha (ordinal) per language over all clips, reviewers × clips.
 - ``self_consistency(store, run_id)`` — per reviewer: repeated clips, exact agreement, mean absolute difference.
-- ``ratings_for_summary(store, run_id)`` — the counted ratings as ``system_id, entry_id, rating, rater_id`` for
+- ``ratings_for_summary(store, run_id)`` — the counted ratings as ``system_id, entry_id, rating, rater_id, clip_id,
+  synthesized, engine`` for
   ``bench.metrics.summarize_frame`` (the report's fluency column), or None when the run has none.
 
 The naturalness judge's calibration against these ratings (Spearman ρ per clip) is ``bench.review.calibration``.
@@ -29,7 +31,7 @@ from bench.review.ratings import FLAGS, clip_rows, review_ratings
 from bench.store import Store
 
 SUMMARY_COLUMNS = [
-    "system_id", "language", "speech", "n_ratings", "n_answers", "n_reviewers", "mean", "ci_low", "ci_high",
+    "system_id", "emulated", "language", "speech", "n_ratings", "n_answers", "n_reviewers", "mean", "ci_low", "ci_high",
     "ci_method", "alpha_ordinal", "alpha_answers", *(f"flag_{f}" for f in FLAGS),
 ]
 
@@ -65,13 +67,14 @@ def _seed(*parts: str) -> int:
 
 def fluency_summary(store: Store, run_id: str) -> pd.DataFrame:
     """Fluency per system × language (see the module docstring); empty (with the columns) when nothing is rated."""
-    run_id = store.get_run(run_id).run_id
+    run = store.get_run(run_id)
+    run_id, emulated = run.run_id, {s.id for s in run.systems if s.emulated}
     counted = counted_ratings(store, run_id)
     rows = []
     for (system_id, language), group in counted.groupby(["system_id", "language"], sort=True):
         figures = fluency_figures(_units(group), _seed(run_id, str(system_id), str(language), "fluency"))
         row = {
-            "system_id": system_id, "language": language, "speech": figures.speech,
+            "system_id": system_id, "emulated": system_id in emulated, "language": language, "speech": figures.speech,
             "n_ratings": figures.n_ratings, "n_answers": figures.n_answers, "n_reviewers": figures.n_raters,
             "mean": figures.mean, "ci_low": figures.ci.low, "ci_high": figures.ci.high, "ci_method": figures.ci.method,
             "alpha_ordinal": figures.agreement_alpha, "alpha_answers": figures.agreement_answers,

@@ -65,6 +65,10 @@ def test_two_answers_with_identical_audio_are_two_clips(tmp_path, speech_cache) 
         _rate(run.store, alpha.clip_id, "An", 5, "nl")
         table = fluency_summary(run.store, RUN_ID).set_index(["system_id", "language"])
         assert list(table.index) == [("sys-alpha", "nl")]  # the rating counts for the answer it was given to only
+        assert not table.loc[("sys-alpha", "nl"), "emulated"]
+        _rate(run.store, beta.clip_id, "An", 3, "nl")
+        beta_row = fluency_summary(run.store, RUN_ID).set_index(["system_id", "language"]).loc[("sys-beta", "nl")]
+        assert beta_row["emulated"] and beta_row["speech"] == "SYNTHESIZED (espeak-ng)" and beta_row["mean"] == 3
         assert table.loc[("sys-alpha", "nl"), "n_answers"] == 1
     finally:
         run.store.close()
