@@ -83,18 +83,14 @@ class Chart:
     alt: str
     figure: Figure
 
-    def __post_init__(self) -> None:
-        # lay the figure out once (constrained layout measures every text) and keep it: the SVG and the PNG are
-        # then two renderings of the same layout, and the second costs no second layout pass
-        with matplotlib.rc_context(_STYLE):
-            self.figure.draw_without_rendering()
-        self.figure.set_layout_engine("none")
-
     def _save(self, fmt: str) -> bytes:
         buffer = io.BytesIO()
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}
         with matplotlib.rc_context({**_STYLE, "svg.hashsalt": f"voice-agent-bench-{self.name}"}):
             self.figure.savefig(buffer, format=fmt, dpi=PNG_DPI, metadata=metadata, facecolor="white")
+        # the first rendering laid the figure out (constrained layout measures every text); keep that layout, so a
+        # second rendering (the PNG of the same chart) is the same picture and costs no second layout pass
+        self.figure.set_layout_engine("none")
         return buffer.getvalue()
 
     def svg(self) -> bytes:
