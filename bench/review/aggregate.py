@@ -42,7 +42,20 @@ def _ratings(store: Store, run_id: str) -> pd.DataFrame:
                                         "created_at", "language", "position", "is_repeat", "source"])
     if frame.empty:
         return frame
+    legacy = _legacy_clip_ids(store, run_id)
+    if legacy:
+        frame["clip_id"] = [legacy.get(c, c) for c in frame["clip_id"]]
     return frame.sort_values("rating_id").drop_duplicates(["reviewer", "clip_id", "is_repeat"], keep="last")
+
+
+def _legacy_clip_ids(store: Store, run_id: str) -> dict[str, str]:
+    """Audio hash → clip id where the audio belongs to one answer only: ratings given before clips were one per
+    answer are keyed by the audio hash; a hash shared by several answers cannot say which answer was rated, so
+    such a rating is not counted."""
+    by_audio: dict[str, list[str]] = {}
+    for row in clip_rows(store, run_id):
+        by_audio.setdefault(row.sha256, []).append(row.clip_id)
+    return {sha: ids[0] for sha, ids in by_audio.items() if len(ids) == 1}
 
 
 def counted_ratings(store: Store, run_id: str) -> pd.DataFrame:

@@ -65,13 +65,22 @@ def test_two_answers_with_identical_audio_are_two_clips(tmp_path, speech_cache) 
         _rate(run.store, alpha.clip_id, "An", 5, "nl")
         table = fluency_summary(run.store, RUN_ID).set_index(["system_id", "language"])
         assert list(table.index) == [("sys-alpha", "nl")]  # the rating counts for the answer it was given to only
-        assert not table.loc[("sys-alpha", "nl"), "emulated"]
+        assert not table.loc[("sys-alpha", "nl"), "emulated"] and table.loc[("sys-alpha", "nl"), "n_answers"] == 1
         _rate(run.store, beta.clip_id, "An", 3, "nl")
         beta_row = fluency_summary(run.store, RUN_ID).set_index(["system_id", "language"]).loc[("sys-beta", "nl")]
         assert beta_row["emulated"] and beta_row["speech"] == "SYNTHESIZED (espeak-ng)" and beta_row["mean"] == 3
-        assert table.loc[("sys-alpha", "nl"), "n_answers"] == 1
+        # a rating stored under the audio hash (before clips were one per answer) says nothing about which answer
+        _rate(run.store, alpha.sha256, "Bart", 1, "nl")
+        assert fluency_summary(run.store, RUN_ID)["n_ratings"].sum() == 2
     finally:
         run.store.close()
+
+
+def test_a_rating_keyed_by_an_audio_hash_of_one_answer_still_counts(review_run) -> None:
+    row = next(r for r in clip_rows(review_run.store, RUN_ID) if r.system_id == "sys-beta" and r.language == "nl")
+    _rate(review_run.store, row.sha256, "An", 2, "nl")  # as ratings were stored before one clip per answer
+    table = fluency_summary(review_run.store, RUN_ID).set_index(["system_id", "language"])
+    assert table.loc[("sys-beta", "nl"), "n_ratings"] == 1 and table.loc[("sys-beta", "nl"), "mean"] == 2
 
 
 def test_clips_are_queued_and_spoken_in_the_language_of_the_answer(tmp_path, speech_cache) -> None:
