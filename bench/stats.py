@@ -457,24 +457,3 @@ def verdict(
         return NEGLIGIBLE
     better = test.effect > 0 if higher_is_better else test.effect < 0
     return "yes" if better else "no"
-
-
-def krippendorff_alpha_interval(units: Sequence[Sequence[float]]) -> float | None:
-    """Krippendorff's alpha for interval data; ``units`` holds each rated item's ratings (one per rater).
-
-    Items with fewer than two ratings are not pairable and are ignored. None when fewer than two pairable
-    values exist or all values are equal (expected disagreement 0).
-    """
-    pairable = [np.asarray(u, dtype=float) for u in units if len(u) >= 2]
-    if not pairable:
-        return None
-    values = np.concatenate(pairable)
-    n = values.size
-    if n < 2:
-        return None
-    observed = sum(float(((u[:, None] - u[None, :]) ** 2).sum()) / (u.size - 1) for u in pairable) / n
-    # sum over ordered pairs i != j of (v_i - v_j)^2 = 2 n sum (v - mean)^2
-    expected = 2 * n * float(((values - values.mean()) ** 2).sum()) / (n * (n - 1))
-    if expected == 0:
-        return None
-    return 1.0 - observed / expected

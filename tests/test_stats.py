@@ -130,13 +130,6 @@ def test_quantile_stat_reports_n_and_intervals() -> None:
     assert empty.n == 0 and empty.p50 is None and empty.p50_ci.low is None
 
 
-def test_krippendorff_alpha_interval_hand_computed() -> None:
-    # values 1,2 | 3,3: D_o = (1/4) * 2 = 0.5; D_e = 22 / 12; alpha = 1 - 0.5 / (22/12) = 8/11
-    assert stats.krippendorff_alpha_interval([[1, 2], [3, 3]]) == pytest.approx(8 / 11)
-    assert stats.krippendorff_alpha_interval([[4, 4], [2, 2], [5, 5]]) == pytest.approx(1.0)
-    assert stats.krippendorff_alpha_interval([[3], [4]]) is None  # no item rated twice
-
-
 def _walsh(d: np.ndarray) -> np.ndarray:
     i, j = np.triu_indices(d.size)
     return np.sort((d[i] + d[j]) / 2)

@@ -256,22 +256,16 @@ def failures(scored: pd.DataFrame) -> tuple[dict[str, int], list[FailureDetail],
 
 
 def fluency(system_id: str, ratings: pd.DataFrame | None, seed: int) -> Fluency:
+    """The system's fluency from reviewer ratings (columns ``system_id, entry_id, rating``, optionally ``rater_id``
+    and, from the review workflow, ``clip_id, synthesized, engine``) through ``bench.review.figures`` — the one
+    implementation ``review summary`` uses too (mean over answers, ordinal Krippendorff's alpha)."""
     if ratings is None or ratings.empty:
         return Fluency()
+    from bench.review.figures import fluency_figures
+
     own = ratings[ratings["system_id"] == system_id]
-    values = pd.to_numeric(own["rating"], errors="coerce").dropna()
-    if values.empty:
-        return Fluency()
-    rater_col = "rater_id" if "rater_id" in own.columns else None
-    alpha = None
-    if rater_col is not None:
-        units = [g["rating"].astype(float).tolist() for _, g in own.dropna(subset=["rating"]).groupby("entry_id")]
-        alpha = stats.krippendorff_alpha_interval(units)
-    return Fluency(
-        status="rated",
-        n_ratings=int(values.size),
-        n_raters=int(own[rater_col].nunique()) if rater_col else 0,
-        mean=float(values.mean()),
-        ci=stats.bootstrap_mean_ci(values.to_numpy(), seed=seed),
-        agreement_alpha=alpha,
-    )
+    unit = own["clip_id"] if "clip_id" in own else own["entry_id"]
+    reviewer = own["rater_id"] if "rater_id" in own else pd.Series("", index=own.index)
+    columns = {"unit": unit, "reviewer": reviewer, "score": own["rating"]}
+    columns |= {c: own[c] for c in ("synthesized", "engine") if c in own}
+    return fluency_figures(pd.DataFrame(columns), seed)

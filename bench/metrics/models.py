@@ -98,7 +98,15 @@ class Fluency(BaseModel):
     n_raters: int = 0
     mean: float | None = None
     ci: stats.Interval = stats.Interval()
-    agreement_alpha: float | None = Field(default=None, description="Krippendorff's alpha (interval)")
+    agreement_alpha: float | None = Field(default=None, description="Krippendorff's alpha (ordinal), reviewers x "
+                                          "answers (bench.review.figures, the same figure as `review summary`)")
+    n_answers: int = 0
+    #: answers two or more reviewers rated (what the alpha is computed over)
+    agreement_answers: int = 0
+    #: any rated clip was synthesized speech of the answer text (always so for an EMULATED system)
+    synthesized: bool = False
+    #: where the rated audio came from: "system audio", "SYNTHESIZED (<engine>)", or both
+    speech: str = ""
 
 
 class BreakdownRow(BaseModel):

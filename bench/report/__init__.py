@@ -1,10 +1,11 @@
 """The report of a stored run: one self-contained HTML file, a markdown snapshot, summary.json and turns.csv.
 
 ``write_report(store, run_id, golden, out_dir, *, compare_run_id=None, judge=None) -> ReportPaths`` re-scores
-the run from the store (no system is called), summarizes it (``bench.metrics``), draws the charts as inline
-SVG (``bench.report.charts``) and renders ``templates/report.html.j2`` with Jinja2 autoescaping, so any text a
-system produced is shown as text. The per-turn table goes to ``turns.csv`` (linked, never inlined); the HTML
-shows at most ``FAILURE_ROWS_IN_HTML`` failure details per system with the total count.
+the run from the store (no system is called), summarizes it (``bench.metrics``), draws the charts with
+matplotlib (``bench.report.figures`` and ``bench.report.charts``: inline SVG in the page, and each chart as
+``charts/<name>.svg`` and ``.png`` for slides and dashboards) and renders ``templates/report.html.j2`` with Jinja2
+autoescaping, so any text a system produced is shown as text. The per-turn table goes to ``turns.csv`` (linked,
+never inlined); the HTML shows at most ``FAILURE_ROWS_IN_HTML`` failure details per system with the total count.
 ``compare_runs(store, run_a, run_b, golden) -> list[Regression]`` lists what got worse from run a to run b.
 """
 
@@ -15,7 +16,7 @@ import dataclasses
 import json
 import multiprocessing
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,12 +25,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup
 
-from bench.dataset import INTENTS, GoldenSet
+from bench.dataset import GoldenSet
 from bench.faithfulness import FaithfulnessJudge, OfflineFaithfulnessChecker
 from bench.metrics import RunSummary, load_run, phase, summarize_frame
 from bench.metrics.turntaking import DEFINITIONS as TURN_TAKING_DEFINITIONS
-from bench.report import charts
+from bench.report.charts import Chart, system_colours, write_pngs
 from bench.report.compare import (
     LATENCY_MIN_FRACTION,
     Regression,
@@ -38,6 +40,12 @@ from bench.report.compare import (
     compare_runs,
     run_differences,
     trend,
+)
+from bench.report.figures import (
+    check_label,
+    compliance_checks,
+    intents_present,
+    report_charts,
 )
 from bench.report.markdown import render_markdown
 from bench.report.turntaking import turn_taking_table
@@ -49,23 +57,6 @@ __all__ = ["ReportPaths", "Regression", "compare_runs", "render_markdown", "run_
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FAILURE_ROWS_IN_HTML = 25
-CHECK_LABELS = {
-    "overall": "All checks",
-    "sentences": "Sentences ≤ max",
-    "forbidden_tokens": "No forbidden token",
-    "url": "No URL",
-    "markdown": "No markdown",
-    "numbers_as_words": "Numbers as words",
-    "emoji": "No emoji",
-    "roman_numerals": "No roman numerals",
-}
-
-
-def check_label(check: str) -> str:
-    """The report label of a voice-shape sub-check (sub-checks added later get a readable default)."""
-    return CHECK_LABELS.get(check, check.replace("_", " ").capitalize())
-
-
 TURN_CSV_COLUMNS = (
     "run_id",
     "system_id",
@@ -138,6 +129,8 @@ class ReportPaths:
     markdown: Path
     summary_json: Path
     turns_csv: Path
+    #: the report's charts as <name>.svg and <name>.png, for slides and dashboards
+    charts: Path
     #: per system whose answers a judge could not judge: how many and the first (redacted) error
     judge_problems: tuple[str, ...] = ()
 
@@ -160,60 +153,6 @@ def _environment() -> Environment:
     return env
 
 
-def _series(summary: RunSummary, frame: pd.DataFrame) -> list[charts.Series]:
-    colours = charts.system_colours([(s.id, s.role) for s in summary.systems])
-    out = []
-    ok = frame[frame["status"] == "succeeded"]
-    groups = {k: g for k, g in ok.groupby("system_id", sort=False)}
-    for s in summary.systems:
-        part = groups.get(s.id)
-        values: dict[str, Any] = {
-            "ttft": part["ttft_ms"].to_numpy(float) if part is not None else np.array([]),
-            "ttfa": part["ttfa_ms"].to_numpy(float) if part is not None else np.array([]),
-            "cost": s.cost.per_1000_turns_usd,
-            "pass": s.pass_rate.rate,
-            "pass_low": s.pass_rate.ci.low,
-            "pass_high": s.pass_rate.ci.high,
-            "compliance.overall": s.compliance.overall.rate,
-        }
-        for check, prop in s.compliance.by_check.items():
-            values[f"compliance.{check}"] = prop.rate
-        out.append(
-            charts.Series(
-                id=s.id, label=s.label, colour=colours[s.id], emulated=s.emulated, role=s.role, values=values
-            )
-        )
-    return out
-
-
-def _trend_series(
-    points: list[TrendPoint], base: list[charts.Series]
-) -> tuple[list[tuple[str, str]], list[charts.Series]]:
-    """Runs (oldest first) and one series per system; colours match the rest of the report."""
-    runs: list[tuple[str, str]] = []
-    for p in points:
-        if p.run_id not in [r for r, _ in runs]:
-            runs.append((p.run_id, p.created_at[5:16].replace("T", " ")))
-    colour = {s.id: s.colour for s in base}
-    role = {s.id: s.role for s in base}
-    spare = [c for c in charts.PALETTE if c not in colour.values()] or list(charts.PALETTE)
-    by_system: dict[str, charts.Series] = {
-        s.id: charts.Series(id=s.id, label=s.label, colour=s.colour, emulated=s.emulated, role=s.role)
-        for s in base
-    }
-    for p in points:
-        if p.system not in by_system:
-            by_system[p.system] = charts.Series(
-                id=p.system,
-                label=p.system,
-                colour=spare[len(by_system) % len(spare)],
-                emulated=p.emulated,
-                role=role.get(p.system, "candidate"),
-            )
-        by_system[p.system].values[p.run_id] = p.pass_rate
-    return runs, [s for s in by_system.values() if any(r in s.values for r, _ in runs)]
-
-
 def render_html(
     summary: RunSummary,
     frame: pd.DataFrame,
@@ -223,27 +162,15 @@ def render_html(
     generated_at: str,
     compare_warnings: list[str] | None = None,
     calibration: list[Any] | None = None,
+    charts: Mapping[str, Chart | Markup] | None = None,
 ) -> str:
     """The report page; ``calibration``: the fluency section's judge-vs-human rows
-    (``bench.review.calibration.calibration``), none when no naturalness judge scored the run's clips."""
-    series = _series(summary, frame)
-    intents_present = [
-        i for i in INTENTS if any(row.key == i for s in summary.systems for row in s.breakdowns["intent"])
-    ]
-    cells = {
-        (row.key, s.id): (row.pass_rate, row.n) for s in summary.systems for row in s.breakdowns["intent"]
-    }
-    trend_runs, trend_series = _trend_series(points, series)
-    checks = [("overall", CHECK_LABELS["overall"]), *((c, check_label(c)) for c in SUB_CHECKS)]
-    figures = {
-        "legend": charts.legend(series),
-        "ttft": charts.latency_chart(series, "ttft", "TTFT distribution per system"),
-        "ttfa": charts.latency_chart(series, "ttfa", "TTFA distribution per system"),
-        "compliance": charts.compliance_chart(series, checks),
-        "cost": charts.cost_scatter(series),
-        "heat": charts.heat_map(intents_present, series, cells),
-        "trend": charts.trend_chart(trend_runs, trend_series),
-    }
+    (``bench.review.calibration.calibration``), none when no naturalness judge scored the run's clips; ``charts``:
+    the drawn charts (or their inline SVG) by slot, drawn here when not given."""
+    drawn: Mapping[str, Chart | Markup] = charts or report_charts(summary, frame, points)
+    figures = {slot: chart.inline_svg() if isinstance(chart, Chart) else chart for slot, chart in drawn.items()}
+    trend_runs = len({p.run_id for p in points})
+    checks = compliance_checks()
     languages = sorted({lang for s in summary.systems for lang in s.compliance.by_language})
     tags = sorted({row.key for s in summary.systems for row in s.breakdowns["tag"]})
     safety_labels = [
@@ -258,14 +185,14 @@ def render_html(
         figures=figures,
         turn_taking=turn_taking_table(summary),
         turn_taking_definitions=TURN_TAKING_DEFINITIONS,
-        colours={x.id: x.colour for x in series},
+        colours=system_colours([(x.id, x.role) for x in summary.systems]),
         generated_at=generated_at,
         checks=checks,
         check_labels={c: check_label(c) for c in ("overall", *SUB_CHECKS)},
         sub_checks=SUB_CHECKS,
         languages=languages,
         tags=tags,
-        intents=intents_present,
+        intents=intents_present(summary),
         safety_labels=safety_labels,
         vendor_columns=vendor_columns,
         failure_cap=FAILURE_ROWS_IN_HTML,
@@ -273,7 +200,7 @@ def render_html(
         calibration=calibration or [],
         compare_run_id=compare_run_id,
         comparisons={c.system: c for c in summary.comparisons},
-        trend_runs=len(trend_runs),
+        trend_runs=trend_runs,
         pricing_dates=sorted(set(summary.pricing_dates.values())),
         criteria_order=[summary.criteria, *(c.name for c in summary.criteria_sets if c.name != summary.criteria)],
         criteria_labels={summary.criteria: summary.criteria} | {c.name: c.label for c in summary.criteria_sets},
@@ -318,31 +245,34 @@ def write_turns_csv(frame: pd.DataFrame, path: Path) -> None:
 BACKGROUND_CSV_MIN_ROWS = 20_000
 
 
-def _start_turns_csv(frame: pd.DataFrame, path: Path) -> Callable[[], None]:
-    """Write turns.csv; for large runs in a forked child process, so it overlaps with rendering the report.
+def _in_background(rows: int, write: Callable[..., None], *args: Any) -> Callable[[], None]:
+    """Run ``write(*args)``; for large runs in a forked child process, so it overlaps with rendering the report.
 
-    Returns a function that waits for the file. If the child fails the file is written in this process, so
-    nothing is lost silently. BENCH_REPORT_FORK=0 turns the child process off.
+    Returns a function that waits for it. If the child fails the work is done in this process, so nothing is lost
+    silently. BENCH_REPORT_FORK=0 turns the child process off.
     """
     use_fork = (
-        len(frame) >= BACKGROUND_CSV_MIN_ROWS
+        rows >= BACKGROUND_CSV_MIN_ROWS
         and os.environ.get("BENCH_REPORT_FORK", "1") != "0"
         and "fork" in multiprocessing.get_all_start_methods()
     )
     if not use_fork:
-        write_turns_csv(frame, path)
+        write(*args)
         return lambda: None
-    child = multiprocessing.get_context("fork").Process(
-        target=write_turns_csv, args=(frame, path), name="turns-csv", daemon=True
-    )
+    child = multiprocessing.get_context("fork").Process(target=write, args=args, name=write.__name__, daemon=True)
     child.start()
 
     def wait() -> None:
         child.join()
         if child.exitcode != 0:
-            write_turns_csv(frame, path)
+            write(*args)
 
     return wait
+
+
+def _start_turns_csv(frame: pd.DataFrame, path: Path) -> Callable[[], None]:
+    """Write turns.csv (in a forked child for large runs, see ``_in_background``); returns the wait."""
+    return _in_background(len(frame), write_turns_csv, frame, path)
 
 
 def _calibration_path(out_dir: Path) -> Path | None:
@@ -376,6 +306,7 @@ def write_report(
         markdown=out_dir / "report.md",
         summary_json=out_dir / "summary.json",
         turns_csv=out_dir / "turns.csv",
+        charts=out_dir / "charts",
     )
     with phase(timings, "write turns.csv (start)"):
         wait_for_csv = _start_turns_csv(frame, paths.turns_csv)
@@ -408,18 +339,24 @@ def write_report(
     with phase(timings, "write summary.json + report.md"):
         paths.summary_json.write_text(summary.model_dump_json(indent=2), encoding="utf-8")
         paths.markdown.write_text(render_markdown(summary, regressions, compare_warnings), encoding="utf-8")
+    with phase(timings, "draw charts (inline SVG, charts/*.svg)"):
+        drawn = report_charts(summary, frame, points)
+        inline = {slot: chart.write_svg(paths.charts) for slot, chart in drawn.items()}
+    with phase(timings, "write charts/*.png (start)"):
+        wait_for_pngs = _in_background(len(frame), write_pngs, list(drawn.values()), paths.charts)
     with phase(timings, "render report.html"):
         paths.html.write_text(
             render_html(summary, frame, points, regressions, compare_run_id, generated_at, compare_warnings,
-                        calibration=calibration),
+                        calibration=calibration, charts=inline),
             encoding="utf-8",
         )
     with phase(timings, "simulation section"):  # multi-turn simulations, if any were run (bench/simulation/report)
         from bench.simulation.report import add_to_report
 
         add_to_report(paths.html, paths.markdown)
-    with phase(timings, "write turns.csv (wait)"):
+    with phase(timings, "write turns.csv and charts/*.png (wait)"):
         wait_for_csv()
+        wait_for_pngs()
     return dataclasses.replace(paths, judge_problems=judge_problems(summary))
 
 

@@ -1,38 +1,65 @@
-"""Inline SVG charts for the HTML report, drawn by hand so the report is one self-contained file.
+"""The report's charts, drawn with matplotlib (Agg, no pyplot state): inline SVG, PNG/SVG files, notebook figures.
 
-Every text that reaches the SVG goes through ``markupsafe.escape``; the functions return ``Markup``. Colours
-are the Okabe-Ito palette (distinguishable with the common colour-vision deficiencies) and the heat map uses a
-viridis ramp; no chart relies on colour alone (labels, shapes and values are written out).
+Each drawing function takes plain per-system data (``Series``) and returns a ``Chart``: the matplotlib ``Figure``
+with its title and a text alternative (the figures the chart shows, in words). ``Chart.inline_svg()`` is the
+markup the self-contained HTML report embeds (``role="img"``, ``aria-label``, ``<title>`` and ``<desc>``);
+``Chart.write(folder)`` writes ``<name>.svg`` and ``<name>.png`` for slides and dashboards. Output is
+reproducible: a fixed SVG hash salt per chart (so ids never collide between the report's charts), no date in the
+SVG metadata, text kept as text (``svg.fonttype: none``) and math-text parsing off, so a ``$`` in a system name is
+shown as written. matplotlib escapes every text it writes into the SVG.
+
+Colours are the Okabe-Ito palette (distinguishable with the common colour-vision deficiencies), the heat map uses
+viridis; no chart relies on colour alone: systems are named on the axis or beside their mark, values are written
+out, and EMULATED systems carry the word in their label and a dashed or hatched mark.
 """
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+import matplotlib
 import numpy as np
 from markupsafe import Markup, escape
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.typing import RcKeyType
 
 REFERENCE_COLOUR = "#0072B2"
 BASELINE_COLOUR = "#6E6E6E"
 PALETTE = ("#E69F00", "#009E73", "#D55E00", "#56B4E9", "#CC79A7", "#000000", "#8C6D00", "#004D40")
-_VIRIDIS = (
-    "#440154",
-    "#482878",
-    "#3E4A89",
-    "#31688E",
-    "#26828E",
-    "#1F9E89",
-    "#35B779",
-    "#6DCD59",
-    "#B4DE2C",
-    "#FDE725",
-)
-FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,'Helvetica Neue',Arial,sans-serif"
+INK = "#1f2328"
 AXIS = "#5f6368"
 GRID = "#e6e8eb"
-INK = "#1f2328"
+#: pixels per inch of the PNG files (the SVG is resolution-free)
+PNG_DPI = 150
+WIDTH_IN = 11.0
+STRIP_SAMPLE = 150
+
+_STYLE: dict[RcKeyType, Any] = {
+    "font.family": "sans-serif",
+    "font.sans-serif": ["DejaVu Sans", "Helvetica", "Arial"],
+    "font.size": 9.5,
+    "axes.edgecolor": AXIS,
+    "axes.labelcolor": AXIS,
+    "axes.titlesize": 11,
+    "axes.titleweight": "bold",
+    "axes.titlecolor": INK,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "xtick.color": AXIS,
+    "ytick.color": AXIS,
+    "text.color": INK,
+    "text.parse_math": False,
+    "svg.fonttype": "none",
+    "hatch.linewidth": 0.6,
+}
 
 
 @dataclass
@@ -45,6 +72,95 @@ class Series:
     emulated: bool = False
     role: str = "candidate"
     values: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A drawn chart: ``name`` is the file stem, ``alt`` the text alternative screen readers get."""
+
+    name: str
+    title: str
+    alt: str
+    figure: Figure
+
+    def _save(self, fmt: str) -> bytes:
+        buffer = io.BytesIO()
+        metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+        with matplotlib.rc_context({**_STYLE, "svg.hashsalt": f"voice-agent-bench-{self.name}"}):
+            self.figure.savefig(buffer, format=fmt, dpi=PNG_DPI, metadata=metadata, facecolor="white")
+        # the first rendering laid the figure out (constrained layout measures every text); keep that layout, so a
+        # second rendering (the PNG of the same chart) is the same picture and costs no second layout pass
+        self.figure.set_layout_engine("none")
+        return buffer.getvalue()
+
+    def svg(self) -> bytes:
+        """The chart as a standalone SVG document."""
+        return self._save("svg")
+
+    def png(self) -> bytes:
+        return self._save("png")
+
+    def inline_svg(self, svg: bytes | None = None) -> Markup:
+        """The ``<svg>`` element for the HTML page: scales to its column, named and described for screen readers."""
+        text = (svg or self.svg()).decode("utf-8")
+        start = text.index("<svg")
+        head_end = text.index(">", start)
+        head = text[start:head_end]
+        width = _attribute(head, "width")
+        for attribute in ("width", "height"):
+            head = head.replace(f' {attribute}="{_attribute(head, attribute)}"', "", 1)
+        accessible = (f'{head} width="100%" style="max-width:{escape(width)}" role="img" '
+                      f'aria-label="{escape(self.title)}"><title>{escape(self.title)}</title>'
+                      f"<desc>{escape(self.alt)}</desc>")
+        # every id gets the chart's name in front: matplotlib numbers its groups the same way in every chart, and
+        # ids must be unique in the one HTML page that holds all of them
+        body = _ID_REFERENCE.sub(lambda m: f"{m.group(1)}{self.name}-{m.group(2)}", text[head_end + 1:].strip())
+        return Markup(accessible + body)
+
+    def write_svg(self, folder: Path) -> Markup:
+        """Write ``<name>.svg`` into ``folder``; returns the inline SVG of the same drawing."""
+        folder.mkdir(parents=True, exist_ok=True)
+        svg = self.svg()
+        (folder / f"{self.name}.svg").write_bytes(svg)
+        return self.inline_svg(svg)
+
+    def write_png(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{self.name}.png"
+        path.write_bytes(self.png())
+        return path
+
+    def write(self, folder: Path) -> tuple[Path, Path, Markup]:
+        """Write ``<name>.svg`` and ``<name>.png`` into ``folder``; returns both paths and the inline SVG."""
+        inline = self.write_svg(folder)
+        return folder / f"{self.name}.svg", self.write_png(folder), inline
+
+
+def write_pngs(charts: Sequence[Chart], folder: Path) -> None:
+    """Every chart as ``<name>.png`` in ``folder``."""
+    for chart in charts:
+        chart.write_png(folder)
+
+
+_ID_REFERENCE = re.compile(r'(\bid="|xlink:href="#|\bhref="#|url\(#)([^"\)]+)')
+
+
+def _attribute(head: str, name: str) -> str:
+    marker = f' {name}="'
+    begin = head.index(marker) + len(marker)
+    return head[begin:head.index('"', begin)]
+
+
+@contextmanager
+def _style() -> Iterator[None]:
+    with matplotlib.rc_context(_STYLE):
+        yield
+
+
+def _figure(height_in: float, width_in: float = WIDTH_IN) -> Figure:
+    figure = Figure(figsize=(width_in, max(height_in, 1.2)), layout="constrained")
+    FigureCanvasAgg(figure)  # the Agg canvas: no pyplot, no GUI backend, safe in a server or a forked worker
+    return figure
 
 
 def system_colours(systems: Sequence[tuple[str, str]]) -> dict[str, str]:
@@ -62,48 +178,19 @@ def system_colours(systems: Sequence[tuple[str, str]]) -> dict[str, str]:
     return colours
 
 
-def _t(
-    x: float,
-    y: float,
-    text: object,
-    *,
-    anchor: str = "start",
-    size: float = 12,
-    weight: str = "normal",
-    fill: str = INK,
-    baseline: str = "middle",
-    extra: str = "",
-) -> str:
-    return (
-        f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" font-weight="{weight}" fill="{fill}" '
-        f'text-anchor="{anchor}" dominant-baseline="{baseline}" {extra}>{escape(str(text))}</text>'
-    )
+def label(series: Series) -> str:
+    """The system's name as every chart writes it, with BASELINE and EMULATED spelt out."""
+    tags = (" · BASELINE" if series.role == "baseline" else "") + (" · EMULATED" if series.emulated else "")
+    return series.id + tags
 
 
-def _svg(width: int, height: int, title: str, body: list[str]) -> Markup:
-    head = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="100%" '
-        f'style="max-width:{width}px;{FONT}" role="img" aria-label="{escape(title)}">'
-        f"<title>{escape(title)}</title>"
-    )
-    return Markup(head + "".join(body) + "</svg>")
+def _text_colour(colour: str) -> str:
+    """Label ink for a system: its colour, unless that colour is too light or too dark to read as text."""
+    return INK if colour in ("#000000", "#E69F00", "#56B4E9") else colour
 
 
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """Round tick values covering [low, high]."""
-    if not math.isfinite(low) or not math.isfinite(high) or high <= low:
-        return [low] if math.isfinite(low) else [0.0]
-    raw = (high - low) / count
-    magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 2.5, 5, 10) if m * magnitude >= raw)
-    start = math.floor(low / step) * step
-    ticks = []
-    value = start
-    while True:  # the last tick is the first at or above ``high``, so every value fits on the axis
-        ticks.append(round(value, 10))
-        if value >= high - step * 1e-9:
-            return ticks
-        value += step
+def _fmt_ms(v: float) -> str:
+    return f"{v / 1000:.1f} s" if v >= 10_000 else f"{v:,.0f} ms"
 
 
 def dodge(ys: Sequence[float], gap: float, low: float, high: float) -> list[float]:
@@ -121,413 +208,216 @@ def dodge(ys: Sequence[float], gap: float, low: float, high: float) -> list[floa
     return placed
 
 
-def _money(v: float, step: float) -> str:
-    decimals = (
-        0
-        if step >= 1 and float(step).is_integer()
-        else (1 if step * 10 >= 1 and (step * 10).is_integer() else 2)
-    )
-    return f"${v:,.{decimals}f}"
+def empty_chart(name: str, title: str, message: str) -> Chart:
+    with _style():
+        figure = _figure(0.9)
+        figure.text(0.5, 0.5, message, ha="center", va="center", color=AXIS)
+        figure.suptitle(title, x=0.0, ha="left", fontsize=11, fontweight="bold")
+    return Chart(name, title, f"{title}: {message}.", figure)
 
 
-def _fmt_ms(v: float) -> str:
-    return f"{v / 1000:.1f} s" if v >= 10_000 else f"{v:,.0f}"
-
-
-def _label(series: Series) -> str:
-    tags = (" · BASELINE" if series.role == "baseline" else "") + (" · EMULATED" if series.emulated else "")
-    return series.id + tags
-
-
-def empty_chart(title: str, message: str, width: int = 1100) -> Markup:
-    return _svg(
-        width,
-        60,
-        title,
-        [
-            f'<rect x="0.5" y="0.5" width="{width - 1}" height="59" fill="#fafbfc" stroke="{GRID}"/>',
-            _t(width / 2, 30, message, anchor="middle", fill=AXIS),
-        ],
-    )
-
-
-def latency_chart(series: Sequence[Series], key: str, title: str, width: int = 1100) -> Markup:
-    """Box (p25-p75, median) with p5-p95 whiskers and a strip of sampled turns, one row per system."""
+def latency_chart(series: Sequence[Series], key: str, title: str) -> Chart:
+    """Box (p25–p75, median) with p5–p95 whiskers and a strip of sampled turns, one row per system."""
+    name = f"latency-{key}"
     rows = [(s, np.asarray(s.values.get(key, []), dtype=float)) for s in series]
     rows = [(s, v[np.isfinite(v)]) for s, v in rows]
     rows = [(s, v) for s, v in rows if v.size]
     if not rows:
-        return empty_chart(title, "no turns observed this event")
-    left, right, top, row_h = int(max(150, max(6.6 * len(_label(s)) for s, _ in rows) + 16)), 30, 16, 34
-    height = top + row_h * len(rows) + 44
-    hi = max(float(np.percentile(v, 99)) for _, v in rows) * 1.05
-    ticks = nice_ticks(0, hi)
-    hi = ticks[-1]
-    plot_w = width - left - right
-
-    def x(v: float) -> float:
-        return left + min(max(v, 0), hi) / hi * plot_w
-
-    body = []
-    for tick in ticks:
-        body.append(
-            f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top - 4}" y2="{top + row_h * len(rows)}" '
-            f'stroke="{GRID}"/>'
-        )
-        body.append(
-            _t(x(tick), top + row_h * len(rows) + 14, _fmt_ms(tick), anchor="middle", size=11, fill=AXIS)
-        )
-    body.append(
-        _t(
-            left + plot_w / 2,
-            height - 10,
-            "milliseconds after the user turn was sent",
-            anchor="middle",
-            size=11,
-            fill=AXIS,
-        )
-    )
-    for i, (s, v) in enumerate(rows):
-        cy = top + row_h * i + row_h / 2
-        p5, p25, p50, p75, p95 = np.percentile(v, [5, 25, 50, 75, 95])
-        body.append(_t(left - 10, cy, _label(s), anchor="end", size=12))
-        sample = v if v.size <= 150 else v[np.linspace(0, v.size - 1, 150).astype(int)]
-        jitter = (np.arange(sample.size) * 0.61803398875) % 1.0 - 0.5
-        for value, j in zip(sample, jitter, strict=True):
-            body.append(
-                f'<circle cx="{x(value):.1f}" cy="{cy + j * 18:.1f}" r="1.6" fill="{s.colour}" '
-                f'fill-opacity="0.28"/>'
-            )
-        body.append(
-            f'<line x1="{x(p5):.1f}" x2="{x(p95):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" stroke="{INK}" '
-            f'stroke-width="1.2"/>'
-        )
-        for edge in (p5, p95):
-            body.append(
-                f'<line x1="{x(edge):.1f}" x2="{x(edge):.1f}" y1="{cy - 5:.1f}" y2="{cy + 5:.1f}" '
-                f'stroke="{INK}" stroke-width="1.2"/>'
-            )
-        dash = ' stroke-dasharray="3 2"' if s.emulated else ""
-        body.append(
-            f'<rect x="{x(p25):.1f}" y="{cy - 9:.1f}" width="{max(x(p75) - x(p25), 1):.1f}" height="18" '
-            f'fill="{s.colour}" fill-opacity="0.35" stroke="{s.colour}" stroke-width="1.5"{dash}/>'
-        )
-        body.append(
-            f'<line x1="{x(p50):.1f}" x2="{x(p50):.1f}" y1="{cy - 10:.1f}" y2="{cy + 10:.1f}" '
-            f'stroke="{INK}" stroke-width="2.4"/>'
-        )
-        body.append(
-            _t(min(x(p95) + 6, width - right + 26), cy, f"p50 {_fmt_ms(p50)}", size=10, fill=AXIS)
-            if x(p95) + 60 < width
-            else ""
-        )
-    return _svg(width, height, title, body)
+        return empty_chart(name, title, "no turns observed this event")
+    stats, described = [], []
+    with _style():
+        figure = _figure(0.8 + 0.42 * len(rows))
+        ax = figure.add_subplot()
+        for i, (s, v) in enumerate(reversed(rows)):
+            p5, p25, p50, p75, p95 = np.percentile(v, [5, 25, 50, 75, 95])
+            stats.append({"med": p50, "q1": p25, "q3": p75, "whislo": p5, "whishi": p95, "label": label(s)})
+            sample = v if v.size <= STRIP_SAMPLE else v[np.linspace(0, v.size - 1, STRIP_SAMPLE).astype(int)]
+            jitter = ((np.arange(sample.size) * 0.61803398875) % 1.0 - 0.5) * 0.5
+            ax.scatter(sample, i + jitter, s=4, color=s.colour, alpha=0.3, linewidths=0, zorder=1)
+            ax.annotate(f"p50 {_fmt_ms(p50)}", (p95, i), xytext=(6, 0), textcoords="offset points", va="center",
+                        fontsize=8, color=AXIS)
+        drawn = ax.bxp(stats, positions=range(len(stats)), orientation="horizontal", widths=0.55,
+                       showfliers=False, patch_artist=True, manage_ticks=False,
+                       medianprops={"color": INK, "linewidth": 2.2}, whiskerprops={"color": INK},
+                       capprops={"color": INK})
+        for box, (s, _) in zip(drawn["boxes"], reversed(rows), strict=True):
+            box.set(facecolor=matplotlib.colors.to_rgba(s.colour, 0.35), edgecolor=s.colour, linewidth=1.5,
+                    linestyle="--" if s.emulated else "-")
+        ax.set_yticks(range(len(stats)), [entry["label"] for entry in stats])
+        high = max(float(np.percentile(v, 99)) for _, v in rows) * 1.12
+        ax.set_xlim(0, high)
+        ax.set_xlabel("milliseconds after the user turn was sent")
+        ax.grid(axis="x", color=GRID)
+        ax.set_axisbelow(True)
+        ax.set_title(title, loc="left")
+    for s, v in rows:
+        p50, p95 = np.percentile(v, [50, 95])
+        described.append(f"{label(s)} median {_fmt_ms(p50)}, 95th percentile {_fmt_ms(p95)} ({v.size} turns)")
+    return Chart(name, title, f"{title}. " + "; ".join(described) + ".", figure)
 
 
-def compliance_chart(
-    series: Sequence[Series], checks: Sequence[tuple[str, str]], width: int = 1100
-) -> Markup:
+def compliance_chart(series: Sequence[Series], checks: Sequence[tuple[str, str]]) -> Chart:
     """Small multiples: a panel per sub-check (and all checks), a bar per system, the value written out."""
     title = "Voice-shape compliance per sub-check"
-    if not series:
-        return empty_chart(title, "no systems")
-    name_w = int(max(6.6 * len(_label(s)) for s in series) + 16)
+    if not series or not checks:
+        return empty_chart("compliance", title, "no systems")
     columns = 3
-    gap_x, bar_h, head = 26, 15, 26
-    panel_w = (width - name_w - gap_x * (columns - 1)) / columns
-    value_w = 40
-    panel_h = head + bar_h * len(series) + 16
     rows = math.ceil(len(checks) / columns)
-    height = int(panel_h * rows + 8)
-    body = []
-    for k, (key, label) in enumerate(checks):
-        row, col = divmod(k, columns)
-        px = name_w + col * (panel_w + gap_x)
-        py = row * panel_h
-        bar_w = panel_w - value_w
-
-        def x(v: float, px: float = px, bar_w: float = bar_w) -> float:
-            return px + v * bar_w
-
-        body.append(_t(px, py + 12, label, size=12.5, weight="600"))
-        for tick in (0, 0.5, 1.0):
-            body.append(
-                f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{py + head - 4}" '
-                f'y2="{py + head + bar_h * len(series)}" stroke="{GRID}"/>'
-            )
-        for i, s in enumerate(series):
-            y = py + head + i * bar_h
-            if col == 0:
-                body.append(_t(name_w - 10, y + bar_h / 2, _label(s), anchor="end", size=11.5))
-            value = s.values.get(f"compliance.{key}")
-            if value is None:
-                body.append(_t(px + 4, y + bar_h / 2, "n/a", size=10, fill=AXIS))
+    names = [label(s) for s in series][::-1]
+    with _style():
+        figure = _figure(0.5 + rows * (0.45 + 0.2 * len(series)))
+        axes = figure.subplots(rows, columns, sharey=True, squeeze=False)
+        for k, ax in enumerate(axes.flat):
+            if k >= len(checks):
+                ax.set_visible(False)
                 continue
-            v = float(value)  # type: ignore[arg-type]
-            dash = ' stroke-dasharray="3 2"' if s.emulated else ""
-            body.append(
-                f'<rect x="{px:.1f}" y="{y + 2:.1f}" width="{max(x(v) - px, 0.8):.1f}" height="{bar_h - 4}" '
-                f'fill="{s.colour}" fill-opacity="{0.5 if s.emulated else 0.9}" stroke="{s.colour}"{dash}>'
-                f"<title>{escape(_label(s))} · {escape(label)}: {v:.1%}</title></rect>"
-            )
-            body.append(_t(x(v) + 5, y + bar_h / 2, f"{v:.0%}", size=10.5, fill=AXIS))
-    return _svg(width, height, title, body)
+            key, check_label = checks[k]
+            ax.set_title(check_label, loc="left", fontsize=10)
+            for i, s in enumerate(reversed(series)):
+                value = s.values.get(f"compliance.{key}")
+                if value is None:
+                    ax.text(0.01, i, "n/a", va="center", fontsize=8, color=AXIS)
+                    continue
+                v = float(value)  # type: ignore[arg-type]
+                ax.barh(i, v, height=0.7, color=s.colour, alpha=0.45 if s.emulated else 0.9,
+                        edgecolor=s.colour, hatch="///" if s.emulated else None,
+                        linestyle="--" if s.emulated else "-")
+                ax.text(v + 0.02, i, f"{v:.0%}", va="center", fontsize=8, color=AXIS)
+            ax.set_xlim(0, 1.18)
+            ax.set_xticks([0, 0.5, 1.0], ["0%", "50%", "100%"])
+            ax.set_yticks(range(len(names)), names)
+            ax.grid(axis="x", color=GRID)
+            ax.set_axisbelow(True)
+        figure.suptitle(title, x=0.0, ha="left", fontsize=11, fontweight="bold")
+    overall = [f"{label(s)} {float(s.values['compliance.overall']):.0%}"  # type: ignore[arg-type]
+               for s in series if s.values.get("compliance.overall") is not None]
+    alt = f"{title}. Share of executed turns passing all checks: " + ("; ".join(overall) or "none") + "."
+    return Chart("compliance", title, alt, figure)
 
 
-def legend(series: Sequence[Series], width: int = 1100) -> Markup:
-    """A wrapped legend of system colours (EMULATED systems drawn with a dashed swatch)."""
-    items, x, y = [], 0.0, 12.0
-    for s in series:
-        text = _label(s)
-        w = 22 + 7.2 * len(text) + 18
-        if x + w > width:
-            x, y = 0.0, y + 20
-        dash = ' stroke-dasharray="3 2"' if s.emulated else ""
-        items.append(
-            f'<rect x="{x:.1f}" y="{y - 6:.1f}" width="14" height="12" fill="{s.colour}" '
-            f'fill-opacity="{0.55 if s.emulated else 0.9}" stroke="{s.colour}"{dash}/>'
-        )
-        items.append(_t(x + 20, y, text, size=12))
-        x += w
-    return _svg(width, int(y + 10), "legend", items)
-
-
-def cost_scatter(series: Sequence[Series], width: int = 1100) -> Markup:
+def cost_scatter(series: Sequence[Series]) -> Chart:
     """Cost per 1,000 turns (x) against pass rate with its 95 % interval (y)."""
     title = "Cost per 1,000 turns against golden pass rate"
     points = [s for s in series if s.values.get("cost") is not None and s.values.get("pass") is not None]
     if not points:
-        return empty_chart(title, "no system has both a metered cost and a pass rate")
+        return empty_chart("cost", title, "no system has both a metered cost and a pass rate")
 
     def point_label(s: Series) -> str:
-        return f"{_label(s)}  ${float(s.values['cost']):,.2f} · {float(s.values['pass']):.0%}"  # type: ignore[arg-type]
+        return f"{label(s)}  ${float(s.values['cost']):,.2f} · {float(s.values['pass']):.0%}"  # type: ignore[arg-type]
 
-    label_w = max(6.8 * len(point_label(s)) for s in points) + 30
-    left, right, top, bottom = 64, int(label_w), 16, 46
-    height = 380
-    plot_w, plot_h = width - left - right, height - top - bottom
-    max_cost = max(float(s.values["cost"]) for s in points)  # type: ignore[arg-type]
-    xticks = nice_ticks(0, max_cost * 1.08 if max_cost > 0 else 1.0)
-    xmax = xticks[-1] or 1.0
-    step = xticks[1] - xticks[0] if len(xticks) > 1 else 1.0
-
-    def x(v: float) -> float:
-        return left + v / xmax * plot_w
-
-    def y(v: float) -> float:
-        return top + (1 - v) * plot_h
-
-    body = []
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        body.append(
-            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>'
-        )
-        body.append(_t(left - 8, y(tick), f"{tick:.0%}", anchor="end", size=11, fill=AXIS))
-    for tick in xticks:
-        body.append(
-            f'<line x1="{x(tick):.1f}" x2="{x(tick):.1f}" y1="{top}" y2="{top + plot_h}" stroke="{GRID}"/>'
-        )
-        body.append(_t(x(tick), top + plot_h + 14, _money(tick, step), anchor="middle", size=11, fill=AXIS))
-    body.append(
-        _t(
-            left + plot_w / 2,
-            height - 8,
-            "USD per 1,000 turns (metered usage x dated price table)",
-            anchor="middle",
-            size=11,
-            fill=AXIS,
-        )
-    )
-    body.append(
-        _t(
-            14,
-            top + plot_h / 2,
-            "golden pass rate",
-            anchor="middle",
-            size=11,
-            fill=AXIS,
-            extra=f'transform="rotate(-90 14 {top + plot_h / 2:.1f})"',
-        )
-    )
-    centres = [(x(float(s.values["cost"])), y(float(s.values["pass"]))) for s in points]  # type: ignore[arg-type]
-    label_ys = dodge([cy for _, cy in centres], 14, top, top + plot_h)
-    for (cx, cy), label_y in zip(centres, label_ys, strict=True):
-        body.append(
-            f'<path d="M{cx + 8:.1f},{cy:.1f} L{left + plot_w - 4:.1f},{label_y:.1f} '
-            f'L{left + plot_w + 6:.1f},{label_y:.1f}" fill="none" stroke="#c9ced4" stroke-width="0.8"/>'
-        )
-    for s, (cx, cy), label_y in zip(points, centres, label_ys, strict=True):
-        low, high = s.values.get("pass_low"), s.values.get("pass_high")
-        if low is not None and high is not None:
-            body.append(
-                f'<line x1="{cx:.1f}" x2="{cx:.1f}" y1="{y(float(high)):.1f}" y2="{y(float(low)):.1f}" '  # type: ignore[arg-type]
-                f'stroke="{s.colour}" stroke-width="1.5"/>'
-            )
-        if s.role == "baseline":
-            marker = (
-                f'<rect x="{cx - 6:.1f}" y="{cy - 6:.1f}" width="12" height="12" fill="{s.colour}" '
-                f'stroke="#fff"/>'
-            )
-        elif s.emulated:
-            marker = (
-                f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6" fill="#fff" stroke="{s.colour}" '
-                'stroke-width="2.2"/>'
-            )
-        else:
-            marker = f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="6.5" fill="{s.colour}" stroke="#fff"/>'
-        body.append(marker)
-        body.append(
-            _t(
-                left + plot_w + 10,
-                label_y,
-                point_label(s),
-                size=11,
-                weight="600",
-                fill=s.colour if s.colour not in ("#000000", "#E69F00") else INK,
-            )
-        )
-    return _svg(width, height, title, body)
+    costs = [float(s.values["cost"]) for s in points]  # type: ignore[arg-type]
+    rates = [float(s.values["pass"]) for s in points]  # type: ignore[arg-type]
+    with _style():
+        figure = _figure(3.9)
+        ax = figure.add_subplot()
+        for s, cost, rate in zip(points, costs, rates, strict=True):
+            low, high = s.values.get("pass_low"), s.values.get("pass_high")
+            if low is not None and high is not None:
+                ax.plot([cost, cost], [float(low), float(high)], color=s.colour, linewidth=1.5)  # type: ignore[arg-type]
+            if s.role == "baseline":
+                ax.scatter([cost], [rate], marker="s", s=70, color=s.colour, edgecolors="white", zorder=3)
+            elif s.emulated:
+                ax.scatter([cost], [rate], marker="o", s=60, facecolors="white", edgecolors=s.colour,
+                           linewidths=2.2, zorder=3)
+            else:
+                ax.scatter([cost], [rate], marker="o", s=70, color=s.colour, edgecolors="white", zorder=3)
+        right = max(costs) * 1.1 if max(costs) > 0 else 1.0
+        ax.set_xlim(-0.03 * right, right)  # a free system's mark sits clear of the axis
+        ax.set_ylim(0, 1.02)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0, decimals=0))
+        ax.xaxis.set_major_formatter(matplotlib.ticker.StrMethodFormatter("${x:,.2f}"))
+        ax.set_xlabel("USD per 1,000 turns (metered usage x dated price table)")
+        ax.set_ylabel("golden pass rate")
+        ax.grid(color=GRID)
+        ax.set_axisbelow(True)
+        ax.set_title(title, loc="left")
+        label_ys = dodge(rates, 0.06, 0.02, 1.0)
+        for s, cost, rate, label_y in zip(points, costs, rates, label_ys, strict=True):
+            ax.annotate(point_label(s), (cost, rate), xytext=(1.02, label_y), textcoords=("axes fraction", "data"),
+                        va="center", fontsize=8.5, fontweight="bold", color=_text_colour(s.colour),
+                        arrowprops={"arrowstyle": "-", "color": "#c9ced4", "linewidth": 0.8})
+    alt = f"{title}. " + "; ".join(point_label(s).replace("  ", ": ") for s in points) + "."
+    return Chart("cost", title, alt, figure)
 
 
-def _viridis(v: float) -> str:
-    v = min(max(v, 0.0), 1.0) * (len(_VIRIDIS) - 1)
-    i = min(int(v), len(_VIRIDIS) - 2)
-    f = v - i
-    a = [int(_VIRIDIS[i][k : k + 2], 16) for k in (1, 3, 5)]
-    b = [int(_VIRIDIS[i + 1][k : k + 2], 16) for k in (1, 3, 5)]
-    return "#" + "".join(f"{round(a[k] + (b[k] - a[k]) * f):02x}" for k in range(3))
-
-
-def _ink_on(hex_colour: str) -> str:
-    r, g, b = (int(hex_colour[k : k + 2], 16) / 255 for k in (1, 3, 5))
-    return INK if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "#ffffff"
-
-
-def heat_map(
-    rows: Sequence[str],
-    series: Sequence[Series],
-    cells: dict[tuple[str, str], tuple[float | None, int]],
-    title: str = "Pass rate per intent",
-    width: int = 1100,
-) -> Markup:
+def heat_map(rows: Sequence[str], series: Sequence[Series], cells: dict[tuple[str, str], tuple[float | None, int]],
+             title: str = "Pass rate per intent") -> Chart:
     """Rows x systems, each cell coloured by pass rate (viridis) with the rate and n written in it."""
     if not rows or not series:
-        return empty_chart(title, "nothing to show")
-    longest = max(len(_label(s)) for s in series)
-    left, top, cell_h = 130, int(20 + 6.2 * longest * 0.58), 30
-    cell_w = max(52, min(96, (width - left - 10) / len(series)))
-    width = int(left + cell_w * len(series) + 6.2 * longest * 0.82 + 10)
-    height = int(top + cell_h * len(rows) + 40)
-    body = []
-    for j, s in enumerate(series):
-        cx = left + cell_w * j + cell_w / 2
-        body.append(
-            _t(
-                cx,
-                top - 8,
-                _label(s),
-                size=11,
-                anchor="start",
-                extra=f'transform="rotate(-35 {cx:.1f} {top - 8})"',
-            )
-        )
+        return empty_chart("intent-heat-map", title, "nothing to show")
+    grid = np.full((len(rows), len(series)), np.nan)
     for i, row in enumerate(rows):
-        cy = top + cell_h * i
-        body.append(_t(left - 8, cy + cell_h / 2, row, anchor="end", size=12))
         for j, s in enumerate(series):
             rate, n = cells.get((row, s.id), (None, 0))
-            cx = left + cell_w * j
-            if rate is None or n == 0:
-                body.append(
-                    f'<rect x="{cx + 1:.1f}" y="{cy + 1:.1f}" width="{cell_w - 2:.1f}" height="{cell_h - 2}" '
-                    f'fill="#f3f4f6"/>'
-                )
-                body.append(_t(cx + cell_w / 2, cy + cell_h / 2, "–", anchor="middle", size=11, fill=AXIS))
-                continue
-            colour = _viridis(rate)
-            body.append(
-                f'<rect x="{cx + 1:.1f}" y="{cy + 1:.1f}" width="{cell_w - 2:.1f}" height="{cell_h - 2}" '
-                f'fill="{colour}"><title>{escape(row)} · {escape(s.id)}: {rate:.1%} of {n}</title></rect>'
-            )
-            body.append(
-                _t(
-                    cx + cell_w / 2,
-                    cy + cell_h / 2,
-                    f"{rate:.0%}",
-                    anchor="middle",
-                    size=11,
-                    fill=_ink_on(colour),
-                    weight="600",
-                )
-            )
-    # colour scale
-    sy = top + cell_h * len(rows) + 14
-    for k in range(50):
-        body.append(f'<rect x="{left + k * 4}" y="{sy}" width="4" height="8" fill="{_viridis(k / 49)}"/>')
-    body.append(_t(left - 6, sy + 4, "0%", anchor="end", size=10, fill=AXIS))
-    body.append(_t(left + 204, sy + 4, "100% pass", size=10, fill=AXIS))
-    return _svg(width, height, title, body)
+            if rate is not None and n:
+                grid[i, j] = rate
+    colour_map = matplotlib.colormaps["viridis"]
+    with _style():
+        figure = _figure(1.6 + 0.36 * len(rows), min(WIDTH_IN, 2.6 + 0.95 * len(series)))
+        ax = figure.add_subplot()
+        image = ax.imshow(np.ma.masked_invalid(grid), cmap=colour_map, vmin=0, vmax=1, aspect="auto")
+        for i, row in enumerate(rows):
+            for j, s in enumerate(series):
+                rate, n = cells.get((row, s.id), (None, 0))
+                if rate is None or not n:
+                    ax.text(j, i, "–", ha="center", va="center", color=AXIS)
+                    continue
+                r, g, b, _ = colour_map(rate)
+                ink = INK if 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.5 else "white"
+                ax.text(j, i, f"{rate:.0%}\nn={n}", ha="center", va="center", fontsize=7.5, color=ink,
+                        fontweight="bold", linespacing=1.0)
+        ax.set_xticks(range(len(series)), [label(s) for s in series], rotation=35, ha="right",
+                      rotation_mode="anchor")
+        ax.set_yticks(range(len(rows)), list(rows))
+        ax.tick_params(length=0)
+        for spine in ax.spines.values():
+            spine.set_visible(False)
+        figure.colorbar(image, ax=ax, shrink=0.8, pad=0.02, format=matplotlib.ticker.PercentFormatter(1.0),
+                        label="pass rate")
+        ax.set_title(title, loc="left")
+    described = []
+    for s in series:
+        parts = [f"{row} {cells[(row, s.id)][0]:.0%}" for row in rows
+                 if cells.get((row, s.id), (None, 0))[0] is not None and cells[(row, s.id)][1]]
+        described.append(f"{label(s)}: " + (", ".join(parts) or "no turns"))
+    return Chart("intent-heat-map", title, f"{title}. " + "; ".join(described) + ".", figure)
 
 
-def trend_chart(runs: Sequence[tuple[str, str]], series: Sequence[Series], width: int = 1100) -> Markup:
+def trend_chart(runs: Sequence[tuple[str, str]], series: Sequence[Series]) -> Chart:
     """Pass rate per system over the stored runs (oldest left). ``runs``: (run_id, short label)."""
     title = "Golden pass rate over stored runs"
     if not runs:
-        return empty_chart(title, "no runs stored")
-    longest = max((len(_label(s)) for s in series), default=10)
-    left, right, top, bottom = 56, int(6.8 * (longest + 5) + 20), 14, 52
-    height = 320
-    plot_w, plot_h = width - left - right, height - top - bottom
-    n = len(runs)
-
-    def x(i: int) -> float:
-        return left + (plot_w / 2 if n == 1 else i / (n - 1) * plot_w)
-
-    def y(v: float) -> float:
-        return top + (1 - v) * plot_h
-
-    body = []
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        body.append(
-            f'<line x1="{left}" x2="{left + plot_w}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>'
-        )
-        body.append(_t(left - 8, y(tick), f"{tick:.0%}", anchor="end", size=11, fill=AXIS))
-    step = max(1, math.ceil(n / 8))
-    for i, (_, label) in enumerate(runs):
-        if i % step == 0 or i == n - 1:
-            body.append(_t(x(i), top + plot_h + 14, label, anchor="middle", size=10, fill=AXIS))
-    body.append(
-        _t(
-            left + plot_w / 2,
-            height - 10,
-            "stored runs, oldest to newest",
-            anchor="middle",
-            size=11,
-            fill=AXIS,
-        )
-    )
+        return empty_chart("trend", title, "no runs stored")
     ends: list[tuple[Series, float]] = []
-    for s in series:
-        observed = [(i, s.values.get(run_id)) for i, (run_id, _) in enumerate(runs)]
-        points = [(i, float(v)) for i, v in observed if v is not None]  # type: ignore[arg-type]
-        if not points:
-            continue
-        dash = ' stroke-dasharray="5 3"' if s.emulated else ""
-        path = " ".join(f"{'M' if k == 0 else 'L'}{x(i):.1f},{y(v):.1f}" for k, (i, v) in enumerate(points))
-        body.append(f'<path d="{path}" fill="none" stroke="{s.colour}" stroke-width="2"{dash}/>')
-        for i, v in points:
-            body.append(f'<circle cx="{x(i):.1f}" cy="{y(v):.1f}" r="3.2" fill="{s.colour}"/>')
-        ends.append((s, points[-1][1]))
-    label_ys = dodge([y(v) for _, v in ends], 14, top, top + plot_h)
-    for (s, v), label_y in zip(ends, label_ys, strict=True):
-        body.append(
-            _t(
-                left + plot_w + 10,
-                label_y,
-                f"{_label(s)} {v:.0%}",
-                size=11,
-                weight="600",
-                fill=s.colour if s.colour not in ("#000000", "#E69F00") else INK,
-            )
-        )
-    return _svg(width, height, title, body)
+    with _style():
+        figure = _figure(3.3)
+        ax = figure.add_subplot()
+        for s in series:
+            observed = [(i, s.values.get(run_id)) for i, (run_id, _) in enumerate(runs)]
+            points = [(i, float(v)) for i, v in observed if v is not None]  # type: ignore[arg-type]
+            if not points:
+                continue
+            xs, ys = zip(*points, strict=True)
+            ax.plot(xs, ys, color=s.colour, linewidth=2, linestyle="--" if s.emulated else "-", marker="o",
+                    markersize=4)
+            ends.append((s, points[-1][1]))
+        step = max(1, math.ceil(len(runs) / 8))
+        shown = [i for i in range(len(runs)) if i % step == 0 or i == len(runs) - 1]
+        ax.set_xticks(shown, [runs[i][1] for i in shown])
+        ax.set_xlim(-0.5, len(runs) - 0.5)
+        ax.set_ylim(0, 1.02)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0, decimals=0))
+        ax.set_xlabel("stored runs, oldest to newest")
+        ax.set_ylabel("golden pass rate")
+        ax.grid(color=GRID)
+        ax.set_axisbelow(True)
+        ax.set_title(title, loc="left")
+        label_ys = dodge([v for _, v in ends], 0.06, 0.02, 1.0)
+        for (s, v), label_y in zip(ends, label_ys, strict=True):
+            ax.annotate(f"{label(s)} {v:.0%}", (len(runs) - 1, v), xytext=(1.02, label_y),
+                        textcoords=("axes fraction", "data"), va="center", fontsize=8.5, fontweight="bold",
+                        color=_text_colour(s.colour), arrowprops={"arrowstyle": "-", "color": "#c9ced4",
+                                                                  "linewidth": 0.8})
+    alt = (f"{title} ({len(runs)} run{'s' if len(runs) != 1 else ''}). Latest: "
+           + ("; ".join(f"{label(s)} {v:.0%}" for s, v in ends) or "no pass rate") + ".")
+    return Chart("trend", title, alt, figure)

@@ -96,18 +96,36 @@ def _conversations(summary: RunSummary) -> list[str]:
     """Multi-turn golden conversations: each conversation's turns, in order, with their verdicts."""
     if not summary.conversations:
         return []
-    lines = ["## Conversations", "",
-             f"Golden entries with several caller turns, each run as one conversation on one session; every turn is "
-             f"scored on its own under criteria **{_esc(summary.criteria)}** and counted in the pass rates above "
-             "(they count turns).", "",
-             "| System | Conversation | Trial | Turns passed | Turn results |", "|---|---|---|---|---|"]
+    rows = []
     for c in summary.conversations:
         marks = " · ".join(f"{t.turn_index + 1}: " + ("pass" if t.passed else "**fail**" if t.status == "succeeded"
                                                      else f"**{_esc(t.status)}**") for t in c.turns)
-        lines.append(f"| {_esc(c.system_id)} | {_esc(c.conversation_id)} | {c.trial + 1} | "
-                     f"{c.turns_passed}/{len(c.turns)} | {marks} |")
-    lines.append("")
-    return lines
+        rows.append([_esc(c.system_id), _esc(c.conversation_id), str(c.trial + 1),
+                     f"{c.turns_passed}/{len(c.turns)}", marks])
+    return ["## Conversations", "",
+            f"Golden entries with several caller turns, each run as one conversation on one session; every turn is "
+            f"scored on its own under criteria **{_esc(summary.criteria)}** and counted in the pass rates above "
+            "(they count turns).", "",
+            *_table(["System", "Conversation", "Trial", "Turns passed", "Turn results"], rows), ""]
+
+
+def _cost_basis(summary: RunSummary) -> list[str]:
+    """What each cost figure was computed from: the price plan and date, and the billing basis of both columns."""
+    rows = []
+    for s in summary.systems:
+        cost, plan = s.cost, s.cost.plan
+        plan_text = "no price table" if plan is None else (
+            f"{_esc(plan.vendor)}/{_esc(plan.plan_id)}" + (" **UNVERIFIED**" if plan.unverified else ""))
+        rows.append([
+            _esc(s.id) + (" **EMULATED**" if s.emulated else ""), plan_text, plan.pricing_date if plan else "–",
+            _usd(cost.per_1000_turns_usd), f"{cost.n_metered} of {cost.n_turns}", _esc(cost.basis),
+            _usd(cost.vendor_reported_per_1000_turns_usd), _esc(cost.vendor_reported_basis),
+        ])
+    return ["## Cost basis", "",
+            "Metered cost is the usage each turn recorded times the dated price table, scaled to 1,000 turns; the "
+            "vendor-reported column is the vendor's own bill where its API returns one.", "",
+            *_table(["System", "Price plan", "Pricing date", "Metered $ / 1k", "Turns metered", "Billing basis",
+                     "Vendor $ / 1k", "Vendor figure basis"], rows), ""]
 
 
 def render_markdown(summary: RunSummary, regressions: list[Regression] | None = None,
@@ -153,7 +171,8 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
         mode = "**EMULATED**" if s.emulated else s.mode
         if s.shared_brain:
             mode += f" · {_esc(s.shared_brain)}"
-        fluency = "not rated" if s.fluency.status != "rated" else f"{s.fluency.mean:.2f}"
+        fluency = "not rated" if s.fluency.status != "rated" else (
+            f"{s.fluency.mean:.2f}" + (" (**SYNTHESIZED** speech)" if s.fluency.synthesized else ""))
         tools = "n/a"
         if s.intent is not None and s.intent.tool_call_compliance is not None:
             tools = _pct(s.intent.tool_call_compliance.rate)
@@ -173,6 +192,7 @@ def render_markdown(summary: RunSummary, regressions: list[Regression] | None = 
     lines.extend(_repeat_trials(summary))
     lines.extend(turn_taking_markdown(summary, _esc))
     lines.extend(_conversations(summary))
+    lines.extend(_cost_basis(summary))
     if summary.baseline_verdicts:
         lines.append(
             f"## Does `{_esc(summary.reference_system)}` beat the lowest-effort baseline "

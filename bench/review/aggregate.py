@@ -4,15 +4,16 @@ Which ratings count: for each reviewer and clip, the reviewer's latest rating at
 reviewer who goes back and rates again replaces the earlier rating); ratings at a self-consistency repeat are used
 only by ``self_consistency``. Only clips in the run's clip index (``bench.review.clips``) count.
 
-- ``fluency_summary(store, run_id)`` — one row per (system, language): the mean rating (each answer's clip weighs
-  the same: the mean over answers of the mean of their reviewers' ratings), its 95 % percentile-bootstrap interval
-  over answers (``bench.stats.bootstrap_mean_ci``), n ratings, answers and reviewers, where the audio came from
-  (the system's own or synthesized, with the engine), the share of ratings carrying each flag, and Krippendorff's
-  alpha (ordinal, the maintained ``krippendorff`` package) over that group's answers when two or more reviewers
-  rated the same clips.
+- ``fluency_summary(store, run_id)`` — one row per (system, language; EMULATED systems marked) of
+  ``bench.review.figures.fluency_figures`` (the implementation the report's fluency column uses too): the mean rating
+  (each answer weighs the same), its 95 % percentile-bootstrap interval over answers, n ratings, answers and
+  reviewers, where the audio came from (``system audio`` or ``SYNTHESIZED (<engine>)``), Krippendorff's alpha
+  (ordinal) over that group's answers when two or more reviewers rated the same clips, and the share of ratings
+  carrying each flag.
 - ``agreement(store, run_id)`` — Krippendorff's alpha (ordinal) per language over all clips, reviewers × clips.
 - ``self_consistency(store, run_id)`` — per reviewer: repeated clips, exact agreement, mean absolute difference.
-- ``ratings_for_summary(store, run_id)`` — the counted ratings as ``system_id, entry_id, rating, rater_id`` for
+- ``ratings_for_summary(store, run_id)`` — the counted ratings as ``system_id, entry_id, rating, rater_id, clip_id,
+  synthesized, engine`` for
   ``bench.metrics.summarize_frame`` (the report's fluency column), or None when the run has none.
 
 The naturalness judge's calibration against these ratings (Spearman ρ per clip) is ``bench.review.calibration``.
@@ -25,12 +26,12 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from bench import stats
+from bench.review.figures import fluency_figures, ordinal_alpha, reviewer_matrix, shared_units
 from bench.review.ratings import FLAGS, clip_rows, review_ratings
 from bench.store import Store
 
 SUMMARY_COLUMNS = [
-    "system_id", "language", "speech", "n_ratings", "n_answers", "n_reviewers", "mean", "ci_low", "ci_high",
+    "system_id", "emulated", "language", "speech", "n_ratings", "n_answers", "n_reviewers", "mean", "ci_low", "ci_high",
     "ci_method", "alpha_ordinal", "alpha_answers", *(f"flag_{f}" for f in FLAGS),
 ]
 
@@ -41,56 +42,36 @@ def _ratings(store: Store, run_id: str) -> pd.DataFrame:
                                         "created_at", "language", "position", "is_repeat", "source"])
     if frame.empty:
         return frame
+    legacy = _legacy_clip_ids(store, run_id)
+    if legacy:
+        frame["clip_id"] = [legacy.get(c, c) for c in frame["clip_id"]]
     return frame.sort_values("rating_id").drop_duplicates(["reviewer", "clip_id", "is_repeat"], keep="last")
 
 
+def _legacy_clip_ids(store: Store, run_id: str) -> dict[str, str]:
+    """Audio hash → clip id where the audio belongs to one answer only: ratings given before clips were one per
+    answer are keyed by the audio hash; a hash shared by several answers cannot say which answer was rated, so
+    such a rating is not counted."""
+    by_audio: dict[str, list[str]] = {}
+    for row in clip_rows(store, run_id):
+        by_audio.setdefault(row.sha256, []).append(row.clip_id)
+    return {sha: ids[0] for sha, ids in by_audio.items() if len(ids) == 1}
+
+
 def counted_ratings(store: Store, run_id: str) -> pd.DataFrame:
-    """The counted ratings joined to every answer their clip belongs to (one row per rating × answer)."""
+    """The counted ratings joined to the answer their clip belongs to (one clip per answer)."""
     empty = pd.DataFrame(columns=["rating_id", "clip_id", "reviewer", "score", "flags", "is_repeat", "system_id",
                                   "entry_id", "trial", "turn_index", "language", "synthesized", "engine"])
     ratings = _ratings(store, run_id)
     if ratings.empty:
         return empty
-    clips = pd.DataFrame([c.model_dump() for c in clip_rows(store, run_id)],
-                         columns=["sha256", "system_id", "conversation_id", "trial", "turn_index", "entry_id",
+    clips = pd.DataFrame([{**c.model_dump(), "clip_id": c.clip_id} for c in clip_rows(store, run_id)],
+                         columns=["clip_id", "system_id", "conversation_id", "trial", "turn_index", "entry_id",
                                   "language", "synthesized", "engine"])
     if clips.empty:
         return empty
     first = ratings[~ratings["is_repeat"]].drop(columns=["language"])
-    merged = first.merge(clips, left_on="clip_id", right_on="sha256", how="inner")
-    return merged.drop(columns=["sha256"]).reset_index(drop=True)
-
-
-def ordinal_alpha(matrix: np.ndarray) -> float | None:
-    """Krippendorff's alpha (ordinal, values 1–5) of a reviewers × units matrix (NaN = not rated).
-
-    None unless two or more reviewers rated at least one common unit, or when all values agree trivially
-    (no expected disagreement).
-    """
-    import krippendorff
-
-    if matrix.ndim != 2 or matrix.shape[0] < 2:
-        return None
-    pairable = (~np.isnan(matrix)).sum(axis=0) >= 2
-    if not pairable.any():
-        return None
-    try:
-        value = float(krippendorff.alpha(reliability_data=matrix[:, pairable], level_of_measurement="ordinal",
-                                         value_domain=[1, 2, 3, 4, 5]))
-    except (ValueError, ZeroDivisionError):
-        return None
-    return None if np.isnan(value) else value
-
-
-def _matrix(frame: pd.DataFrame, unit: list[str]) -> np.ndarray:
-    table = frame.pivot_table(index="reviewer", columns=unit, values="score", aggfunc="last")
-    return table.to_numpy(dtype=float)
-
-
-def _speech(group: pd.DataFrame) -> str:
-    kinds = sorted({f"synthesized ({e})" if s else "system audio"
-                    for s, e in zip(group["synthesized"], group["engine"], strict=True)})
-    return "; ".join(kinds)
+    return first.merge(clips, on="clip_id", how="inner").reset_index(drop=True)
 
 
 def _seed(*parts: str) -> int:
@@ -99,19 +80,17 @@ def _seed(*parts: str) -> int:
 
 def fluency_summary(store: Store, run_id: str) -> pd.DataFrame:
     """Fluency per system × language (see the module docstring); empty (with the columns) when nothing is rated."""
-    run_id = store.get_run(run_id).run_id
+    run = store.get_run(run_id)
+    run_id, emulated = run.run_id, {s.id for s in run.systems if s.emulated}
     counted = counted_ratings(store, run_id)
     rows = []
     for (system_id, language), group in counted.groupby(["system_id", "language"], sort=True):
-        answers = group.groupby(["entry_id", "trial", "turn_index"])["score"].mean().to_numpy(dtype=float)
-        interval = stats.bootstrap_mean_ci(answers, seed=_seed(run_id, str(system_id), str(language), "fluency"))
-        matrix = _matrix(group, ["entry_id", "trial", "turn_index"])
+        figures = fluency_figures(_units(group), _seed(run_id, str(system_id), str(language), "fluency"))
         row = {
-            "system_id": system_id, "language": language, "speech": _speech(group),
-            "n_ratings": len(group), "n_answers": len(answers), "n_reviewers": group["reviewer"].nunique(),
-            "mean": float(answers.mean()), "ci_low": interval.low, "ci_high": interval.high,
-            "ci_method": interval.method, "alpha_ordinal": ordinal_alpha(matrix),
-            "alpha_answers": int(((~np.isnan(matrix)).sum(axis=0) >= 2).sum()) if matrix.size else 0,
+            "system_id": system_id, "emulated": system_id in emulated, "language": language, "speech": figures.speech,
+            "n_ratings": figures.n_ratings, "n_answers": figures.n_answers, "n_reviewers": figures.n_raters,
+            "mean": figures.mean, "ci_low": figures.ci.low, "ci_high": figures.ci.high, "ci_method": figures.ci.method,
+            "alpha_ordinal": figures.agreement_alpha, "alpha_answers": figures.agreement_answers,
         }
         for flag in FLAGS:
             row[f"flag_{flag}"] = float(np.mean([flag in f for f in group["flags"]]))
@@ -119,14 +98,20 @@ def fluency_summary(store: Store, run_id: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
+def _units(counted: pd.DataFrame) -> pd.DataFrame:
+    """Counted ratings in the shape ``fluency_figures`` takes (one clip per answer: the clip is the unit)."""
+    return pd.DataFrame({"unit": counted["clip_id"], "reviewer": counted["reviewer"], "score": counted["score"],
+                         "synthesized": counted["synthesized"], "engine": counted["engine"]})
+
+
 def agreement(store: Store, run_id: str) -> pd.DataFrame:
-    """Krippendorff's alpha (ordinal) per language over all clips (identical audio is one clip)."""
+    """Krippendorff's alpha (ordinal) per language over all clips (one clip per answer)."""
     run_id = store.get_run(run_id).run_id
     counted = counted_ratings(store, run_id).drop_duplicates(["reviewer", "clip_id"])
     rows = []
     for language, group in counted.groupby("language", sort=True):
-        matrix = _matrix(group, ["clip_id"])
-        shared = int(((~np.isnan(matrix)).sum(axis=0) >= 2).sum()) if matrix.size else 0
+        matrix = reviewer_matrix(_units(group))
+        shared = shared_units(matrix)
         rows.append({"language": language, "n_reviewers": group["reviewer"].nunique(), "n_clips": len(matrix[0]),
                      "n_shared_clips": shared, "alpha_ordinal": ordinal_alpha(matrix)})
     return pd.DataFrame(rows, columns=["language", "n_reviewers", "n_clips", "n_shared_clips", "alpha_ordinal"])
@@ -157,4 +142,5 @@ def ratings_for_summary(store: Store, run_id: str) -> pd.DataFrame | None:
         return None
     return pd.DataFrame({"system_id": counted["system_id"], "entry_id": counted["entry_id"],
                          "rating": counted["score"].astype(float), "rater_id": counted["reviewer"],
-                         "language": counted["language"], "synthesized": counted["synthesized"]})
+                         "language": counted["language"], "synthesized": counted["synthesized"],
+                         "clip_id": counted["clip_id"], "engine": counted["engine"]})

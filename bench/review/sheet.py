@@ -140,7 +140,7 @@ def import_sheet(store: Store, path: Path) -> ImportOutcome:
             problems.append(Problem(name, where, "run_id", f"no run {run_id!r} in the store"))
             continue
         if run_id not in clips_of:
-            clips_of[run_id] = {c.sha256: c.language for c in clip_rows(store, run_id)}
+            clips_of[run_id] = {c.clip_id: c.language for c in clip_rows(store, run_id)}
         language = clips_of[run_id].get(cells["clip_id"])
         if language is None:
             problems.append(Problem(name, where, "clip_id", f"not a clip of run {run_id}"))

@@ -18,6 +18,7 @@ together (all rows or none), a run's synthesized artifacts and its clip index to
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -37,7 +38,8 @@ def _now() -> str:
 
 
 class ClipRow(BaseModel):
-    """One answer's clip as indexed for review (``system_id`` is never shown to a reviewer)."""
+    """One answer's clip as indexed for review (``system_id`` is never shown to a reviewer); ``sha256`` addresses
+    its audio file, ``clip_id`` the clip (ratings and queues)."""
 
     run_id: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
@@ -53,6 +55,12 @@ class ClipRow(BaseModel):
     synthesized: bool
     engine: str
     voice: str = ""
+
+    @property
+    def clip_id(self) -> str:
+        """One clip per answer: two answers with identical audio are two clips, so they never share a rating."""
+        key = f"{self.run_id}|{self.system_id}|{self.conversation_id}|{self.trial}|{self.turn_index}|{self.sha256}"
+        return hashlib.sha256(key.encode()).hexdigest()
 
 
 class ArtifactRow(BaseModel):

@@ -104,3 +104,11 @@ def test_the_parser_check_catches_the_old_extra_delimiter_cell() -> None:
     assert tables(bad) == [] and stray_pipes(bad)
     with pytest.raises(ValueError, match="2 cells, the header 3"):
         _table(header, [["a", "1"]])
+
+
+def test_report_md_names_each_cost_figures_basis(markdown: str) -> None:
+    cost = next(t for t in tables(markdown) if "Billing basis" in t["raw"][0])
+    assert cost["header"] == 8 and len(cost["rows"]) == len(SYSTEMS)
+    body = "\n".join(cost["raw"])
+    assert "retell **EMULATED**" in body and "no price table" not in body.split("retell")[1].splitlines()[0]
+    assert "per call minute" in body or "per token" in body

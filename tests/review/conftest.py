@@ -10,6 +10,7 @@ import io
 import math
 import struct
 import wave
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,6 +48,8 @@ def answer_for(system_id: str, entry_id: str) -> str:
     if system_id == "sys-alpha" and entry_id == "VGS-002":
         return XSS
     number = ENTRIES.index(entry_id) + 1
+    if entry_id == "VGS-009":  # the English question gets an English answer (clips are queued by the answer's language)
+        return f"Answer {number} from system {'one' if system_id == 'sys-alpha' else 'two'}."
     return f"Antwoord {number} van het systeem {'een' if system_id == 'sys-alpha' else 'twee'}."
 
 
@@ -63,7 +66,9 @@ class ReviewRun:
         return load_clips(self.store, self.run_id, self.reports_dir)
 
 
-def build_run(root: Path, cache_dir: Path) -> ReviewRun:
+def build_run(root: Path, cache_dir: Path, *, modes: dict[str, str] | None = None,
+              answer: Callable[[str, str], str] = answer_for) -> ReviewRun:
+    """The stored run; ``modes`` overrides a system's mode (e.g. ``emulated``), ``answer`` the answer texts."""
     golden = validate_files([SEED])[0]
     store_path = root / "bench.sqlite"
     reports_dir = root / "reports"
@@ -71,13 +76,13 @@ def build_run(root: Path, cache_dir: Path) -> ReviewRun:
     store.create_run(RunInfo(
         run_id=RUN_ID, created_at="2026-01-01T00:00:00", finished_at=None, status="completed",
         dataset_path=str(SEED), dataset_sha256=golden.sha256, trials=1,
-        systems=[SystemInfo(id=s, adapter="fake", mode="local") for s in SYSTEMS],
+        systems=[SystemInfo(id=s, adapter="fake", mode=(modes or {}).get(s, "local")) for s in SYSTEMS],
         config={"reports_dir": str(reports_dir)}, harness_version="test"))
     writer = StoreWriter(store, reports_dir)
     for system_id in SYSTEMS:
         for index, entry_id in enumerate(ENTRIES):
             turn = TurnRecord(run_id=RUN_ID, system_id=system_id, entry_id=entry_id, status="succeeded",
-                              conversation_id=entry_id, answer=answer_for(system_id, entry_id))
+                              conversation_id=entry_id, answer=answer(system_id, entry_id))
             artifacts = [PendingArtifact("audio", tone_wav(200 + index), "audio/wav")]
             if system_id == "sys-beta":
                 artifacts.append(PendingArtifact("answer_audio", tone_wav(440 + 20 * index), "audio/wav"))

@@ -32,7 +32,7 @@ def _rate(store, clip_id: str, reviewer: str, score: int, language: str = "nl", 
 
 
 def _clips(store, system_id: str, language: str = "nl") -> list[str]:
-    return [c.sha256 for c in clip_rows(store, RUN_ID) if c.system_id == system_id and c.language == language]
+    return [c.clip_id for c in clip_rows(store, RUN_ID) if c.system_id == system_id and c.language == language]
 
 
 def test_ordinal_alpha_matches_krippendorffs_worked_example() -> None:
@@ -55,7 +55,7 @@ def test_agreement_over_stored_ratings_reproduces_the_example(review_run) -> Non
     from bench.review.ratings import record_clips
 
     record_clips(store, RUN_ID, [], rows + extra)
-    units = clips + [r.sha256 for r in extra]
+    units = clips + [r.clip_id for r in extra]
     for observer, ratings in zip("ABCD", KRIPPENDORFF_EXAMPLE, strict=True):
         for unit, value in zip(units, ratings, strict=True):
             if not math.isnan(value):
@@ -84,7 +84,7 @@ def test_fluency_per_system_and_language(review_run) -> None:
     assert a["mean"] == pytest.approx(3.875)
     assert (a["n_ratings"], a["n_answers"], a["n_reviewers"]) == (8, 4, 2)
     assert a["ci_low"] <= a["mean"] <= a["ci_high"] and a["ci_low"] >= 3.0 and a["ci_high"] <= 5.0
-    assert a["speech"] == "synthesized (espeak-ng)"
+    assert a["speech"] == "SYNTHESIZED (espeak-ng)"
     assert a["flag_mispronunciation"] == pytest.approx(1 / 8)
     assert not pd.isna(a["alpha_ordinal"]) and -1 <= a["alpha_ordinal"] <= 1 and a["alpha_answers"] == 4
     b = table.loc[("sys-beta", "nl")]

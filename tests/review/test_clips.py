@@ -41,8 +41,8 @@ def test_system_audio_is_used_and_text_only_answers_are_synthesized(review_run) 
     assert rows[("sys-alpha", "VGS-001")].language == "nl" and rows[("sys-alpha", "VGS-009")].language == "en"
     clips = review_run.clips()
     labels = {c.clip_id: c.label for c in clips.values()}
-    assert labels[rows[("sys-alpha", "VGS-001")].sha256] == "synthesized speech (espeak-ng)"
-    assert labels[rows[("sys-beta", "VGS-001")].sha256] == "the system's own audio"
+    assert labels[rows[("sys-alpha", "VGS-001")].clip_id] == "SYNTHESIZED speech (espeak-ng)"
+    assert labels[rows[("sys-beta", "VGS-001")].clip_id] == "the system's own audio"
 
 
 def test_a_rerun_synthesizes_nothing(review_run) -> None:
@@ -58,8 +58,9 @@ def test_switch_language_answers_are_spoken_in_the_target_language(tmp_path, spe
 
     golden = validate_files([Path(__file__).resolve().parents[2] / "bench" / "data" / "voice_golden_seed.json"])[0]
     by_id = golden.by_id()
-    assert answer_language(by_id["VGS-016"]) == "en"  # "Kunnen we in het Engels verder?"
+    assert answer_language(by_id["VGS-016"]) == "en"  # "Kunnen we in het Engels verder?", no answer text to read
     assert answer_language(by_id["VGS-001"]) == "nl"
+    assert answer_language(by_id["VGS-001"], "Les heures de visite sont de deux à huit heures.") == "fr"
 
 
 def test_elevenlabs_without_a_key_is_exit_2_naming_the_variable(review_run, monkeypatch, capsys) -> None:

@@ -153,7 +153,7 @@ async def test_a_configured_judge_is_called_with_question_answer_and_audio_facts
     prompt = model.prompts[0]
     assert prompt.startswith("Turn factors: pacing, concision\nLanguage: en\n")
     assert "Measured audio facts (JSON): {" in prompt and '"duration_ms"' in prompt and "latency" not in prompt
-    assert "[turn 0] Caller: " in prompt and "[turn 0] Agent: Antwoord 5 van het systeem" in prompt
+    assert "[turn 0] Caller: " in prompt and "[turn 0] Agent: Answer 5 from system" in prompt
 
 
 def test_a_judge_config_without_its_key_is_exit_2_naming_the_field(review_run, tmp_path, monkeypatch,

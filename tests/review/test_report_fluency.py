@@ -22,7 +22,7 @@ def test_ratings_fill_the_fluency_column(review_run, tmp_path) -> None:
     seen: dict[str, int] = {}
     for row in clip_rows(store, RUN_ID):
         index = seen[row.system_id] = seen.get(row.system_id, -1) + 1
-        add_ratings(store, [NewRating(run_id=RUN_ID, clip_id=row.sha256, reviewer="An", language=row.language,
+        add_ratings(store, [NewRating(run_id=RUN_ID, clip_id=row.clip_id, reviewer="An", language=row.language,
                                       score=scores[row.system_id][index])])
     paths = write_report(store, RUN_ID, review_run.golden, tmp_path / "after")
     systems = {s["id"]: s["fluency"] for s in json.loads(paths.summary_json.read_text())["systems"]}

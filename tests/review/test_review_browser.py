@@ -169,7 +169,7 @@ def test_an_answer_with_a_script_tag_is_shown_as_text(server, page, review_run) 
     assert page.locator("#answer").inner_text() == XSS
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator("script").count() == 1  # only the page's own /static/review.js
-    assert "Synthesized" in page.locator("#clip-source").inner_text()
+    assert "SYNTHESIZED" in page.locator("#clip-source").inner_text()
 
 
 def test_a_clip_id_with_dot_dot_is_refused(server, page, review_run) -> None:

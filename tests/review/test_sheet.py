@@ -54,7 +54,7 @@ def test_export_writes_blinded_clips_and_a_sheet(review_run, tmp_path, capsys) -
     text = (out / "ratings.csv").read_text(encoding="utf-8")
     assert not any(system in text for system in SYSTEMS)  # blinded
     assert XSS in text  # the answer as text (a CSV is not HTML)
-    assert {r["speech"] for r in rows} == {"synthesized speech (espeak-ng)", "the system's own audio"}
+    assert {r["speech"] for r in rows} == {"SYNTHESIZED speech (espeak-ng)", "the system's own audio"}
     assert "Import with" in (out / "README.txt").read_text(encoding="utf-8")
 
 
