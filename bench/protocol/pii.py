@@ -430,7 +430,7 @@ def _spoken_local_start(text: str, tokens: Sequence[_Token], index: int) -> int:
 # dates of birth
 
 _MONTHS: dict[str, int] = {}
-for _number, _names in enumerate((
+for _number, _month_names in enumerate((
         ("january", "jan", "januari", "janvier", "gennaio"), ("february", "feb", "februari", "fevrier", "febbraio"),
         ("march", "mar", "maart", "mars", "marzo"), ("april", "apr", "avril", "aprile"),
         ("may", "mei", "mai", "maggio"), ("june", "jun", "juni", "juin", "giugno"),
@@ -438,7 +438,7 @@ for _number, _names in enumerate((
         ("september", "sep", "sept", "septembre", "settembre"), ("october", "oct", "oktober", "octobre", "ottobre",
                                                                  "okt"),
         ("november", "nov", "novembre"), ("december", "dec", "decembre", "dicembre")), start=1):
-    for _name in _names:
+    for _name in _month_names:
         _MONTHS[_name] = _number
 #: an abbreviation or a word that is also something else counts as a month only next to a day number
 _AMBIGUOUS_MONTHS = frozenset({"jan", "mar", "may", "mai", "mei", "sept", "sep", "oct", "okt", "nov", "dec", "feb",
@@ -969,7 +969,7 @@ class PiiRedactor:
         tokens = _tokens(text)
         numbers = _numbers(text, tokens)
         written_dates = _written_dates(text)
-        not_phone = [*written_dates, *_clock_times(text)]
+        not_phone: list[_Date | _Clock] = [*written_dates, *_clock_times(text)]
         found: list[PiiSpan] = []
         if {"phone", "national_id"} & self.kinds:
             # the numbers of a written date (09/12/1979) are not a phone number
