@@ -153,6 +153,18 @@ def _lexicon() -> dict[tuple[str, ...], tuple[int, bool]]:
     return lexicon
 
 
+@functools.lru_cache(maxsize=1)
+def _prefixes() -> frozenset[Any]:
+    """Every beginning of a phrase of the lexicon (a scan stops as soon as its words begin none), and every first
+    word on its own (as a 1-tuple and as a string, for the cheap test on each token)."""
+    found: set[Any] = set()
+    for key in _lexicon():
+        for length in range(1, len(key) + 1):
+            found.add(key[:length])
+        found.add(key[0])
+    return frozenset(found)
+
+
 class _Number(NamedTuple):
     """A number said or written at tokens ``first``..``last`` (inclusive)."""
 
@@ -187,13 +199,18 @@ def _read_number(text: str, tokens: Sequence[_Token], index: int) -> _Number | N
                            plus)
         return None
     lexicon = _lexicon()
+    if folded not in _prefixes():
+        return None
     best: _Number | None = None
     key: tuple[str, ...] = ()
     last = index
+    prefixes = _prefixes()
     while last < len(tokens) and last - index < _MAX_PHRASE:
         if last > index and not _JOINABLE_GAP.fullmatch(text[tokens[last - 1].end:tokens[last].start]):
             break
         key = key + (tokens[last].folded,)
+        if key not in prefixes:
+            break
         found = lexicon.get(key)
         if found is not None:
             value, ordinal = found
