@@ -164,7 +164,7 @@ def scrub_many(texts: Iterable[str]) -> list[str]:
         except ValueError:
             values.append(text)
     names = _names_said(values)
-    out = []
+    out: list[str] = []
     for text, value in zip(clean, values, strict=True):
         if not text:
             out.append(text)

@@ -4,6 +4,7 @@ that would make a backtracking pattern run for ever."""
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 
@@ -208,3 +209,19 @@ def test_more_phrasings(text: str, found: list[tuple[str, str]]) -> None:
 ])
 def test_medicines_streets_holidays_and_other_years_are_not_personal(text: str) -> None:
     assert kinds(text) == []
+
+
+def test_bench_pii_scores_spans_and_names_a_bad_line(tmp_path, capsys) -> None:
+    from bench.perf import pii_recall
+
+    good = tmp_path / "set.jsonl"
+    good.write_text(json.dumps({"id": "a", "language": "en", "text": "Call 0491 55 72 18, Griet.",
+                                "spans": [{"start": 5, "end": 18, "kind": "phone"}]}) + "\n", encoding="utf-8")
+    counts = pii_recall.score(pii_recall.load(good), PiiRedactor())
+    assert counts["phone"]["found"] == 1 and counts["all"]["predicted"] == 1 and counts["all"]["correct"] == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "language": "en", "text": "x", "spans": [{"start": "one"}]}\n', encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        pii_recall.load(bad)
+    assert exit_info.value.code == 2
+    assert "bad.jsonl: line 1, field spans.0.start" in capsys.readouterr().err

@@ -5,12 +5,14 @@ Matching rule: a labelled span is *found* when a predicted span of the same kind
 character; a predicted span is *correct* when it overlaps a labelled span of the same kind. Recall = found / labelled,
 precision = correct / predicted. Two looser figures are printed beside them: ``any-kind recall`` (a labelled span
 overlapped by a prediction of any kind: the data is masked, under another name) and ``char coverage`` (the share of
-labelled characters inside some prediction: how much of the personal data is actually gone).
+labelled characters inside some prediction: how much of the personal data is actually gone). Intervals are Wilson
+95 % intervals.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import time
@@ -49,7 +51,8 @@ def load(path: Path) -> list[LabelledUtterance]:
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"])
-            raise SystemExit(f"{path}: line {number}, field {field}: {first['msg']}") from None
+            print(f"bench-pii: {path}: line {number}, field {field}: {first['msg']}", file=sys.stderr)
+            raise SystemExit(2) from None
     return items
 
 
@@ -84,13 +87,30 @@ def _ratio(part: int, whole: int) -> str:
     return f"{part / whole:.3f}" if whole else "  -  "
 
 
+def wilson(part: int, whole: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score 95 % interval of a proportion (small n: the plain normal interval would leave [0, 1])."""
+    if not whole:
+        return (0.0, 1.0)
+    p = part / whole
+    centre = (p + z * z / (2 * whole)) / (1 + z * z / whole)
+    half = z * math.sqrt(p * (1 - p) / whole + z * z / (4 * whole * whole)) / (1 + z * z / whole)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _interval(part: int, whole: int) -> str:
+    low, high = wilson(part, whole)
+    return f"{low:.2f}–{high:.2f}" if whole else "-"
+
+
 def table(name: str, counts: dict[str, Counter]) -> str:
-    lines = [f"{name}", f"{'kind':<14}{'n':>5}{'recall':>9}{'precision':>11}{'pred':>6}{'any-kind recall':>17}"
-             f"{'char coverage':>15}"]
+    lines = [f"{name}", f"{'kind':<14}{'n':>5}{'recall':>9}{'(95% CI)':>12}{'precision':>11}{'(95% CI)':>12}"
+             f"{'pred':>6}{'any-kind recall':>17}{'char coverage':>15}"]
     for kind in (*KINDS, "all"):
         c = counts[kind]
         lines.append(f"{kind:<14}{c['labelled']:>5}{_ratio(c['found'], c['labelled']):>9}"
-                     f"{_ratio(c['correct'], c['predicted']):>11}{c['predicted']:>6}"
+                     f"{_interval(c['found'], c['labelled']):>12}"
+                     f"{_ratio(c['correct'], c['predicted']):>11}{_interval(c['correct'], c['predicted']):>12}"
+                     f"{c['predicted']:>6}"
                      f"{_ratio(c['found_any_kind'], c['labelled']):>17}{_ratio(c['chars_covered'], c['chars']):>15}")
     return "\n".join(lines)
 

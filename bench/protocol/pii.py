@@ -153,6 +153,18 @@ def _lexicon() -> dict[tuple[str, ...], tuple[int, bool]]:
     return lexicon
 
 
+@functools.lru_cache(maxsize=1)
+def _prefixes() -> frozenset[Any]:
+    """Every beginning of a phrase of the lexicon (a scan stops as soon as its words begin none), and every first
+    word on its own (as a 1-tuple and as a string, for the cheap test on each token)."""
+    found: set[Any] = set()
+    for key in _lexicon():
+        for length in range(1, len(key) + 1):
+            found.add(key[:length])
+        found.add(key[0])
+    return frozenset(found)
+
+
 class _Number(NamedTuple):
     """A number said or written at tokens ``first``..``last`` (inclusive)."""
 
@@ -187,13 +199,18 @@ def _read_number(text: str, tokens: Sequence[_Token], index: int) -> _Number | N
                            plus)
         return None
     lexicon = _lexicon()
+    if folded not in _prefixes():
+        return None
     best: _Number | None = None
     key: tuple[str, ...] = ()
     last = index
+    prefixes = _prefixes()
     while last < len(tokens) and last - index < _MAX_PHRASE:
         if last > index and not _JOINABLE_GAP.fullmatch(text[tokens[last - 1].end:tokens[last].start]):
             break
         key = key + (tokens[last].folded,)
+        if key not in prefixes:
+            break
         found = lexicon.get(key)
         if found is not None:
             value, ordinal = found
@@ -430,7 +447,7 @@ def _spoken_local_start(text: str, tokens: Sequence[_Token], index: int) -> int:
 # dates of birth
 
 _MONTHS: dict[str, int] = {}
-for _number, _names in enumerate((
+for _number, _month_names in enumerate((
         ("january", "jan", "januari", "janvier", "gennaio"), ("february", "feb", "februari", "fevrier", "febbraio"),
         ("march", "mar", "maart", "mars", "marzo"), ("april", "apr", "avril", "aprile"),
         ("may", "mei", "mai", "maggio"), ("june", "jun", "juni", "juin", "giugno"),
@@ -438,7 +455,7 @@ for _number, _names in enumerate((
         ("september", "sep", "sept", "septembre", "settembre"), ("october", "oct", "oktober", "octobre", "ottobre",
                                                                  "okt"),
         ("november", "nov", "novembre"), ("december", "dec", "decembre", "dicembre")), start=1):
-    for _name in _names:
+    for _name in _month_names:
         _MONTHS[_name] = _number
 #: an abbreviation or a word that is also something else counts as a month only next to a day number
 _AMBIGUOUS_MONTHS = frozenset({"jan", "mar", "may", "mai", "mei", "sept", "sep", "oct", "okt", "nov", "dec", "feb",
@@ -969,7 +986,7 @@ class PiiRedactor:
         tokens = _tokens(text)
         numbers = _numbers(text, tokens)
         written_dates = _written_dates(text)
-        not_phone = [*written_dates, *_clock_times(text)]
+        not_phone: list[_Date | _Clock] = [*written_dates, *_clock_times(text)]
         found: list[PiiSpan] = []
         if {"phone", "national_id"} & self.kinds:
             # the numbers of a written date (09/12/1979) are not a phone number

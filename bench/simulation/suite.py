@@ -73,12 +73,20 @@ class Cell:
     environment: Environment | None
     environment_name: str
     environment_file: Path | None
+    #: fixed when the suite is loaded (``fix_id``), so a worker process computes no other id
+    fixed_id: str | None = None
 
     @property
     def id(self) -> str:
+        if self.fixed_id is not None:
+            return self.fixed_id
         persona = pseudonym("persona", self.persona.slug) if self.persona else "no-persona"
         # ids are stored and exported as they are: a part that names a person is replaced by a stable pseudonym
         return f"{self.scenario.id}__{persona}__{self.environment_name}__{pseudonym('data', self.data_name)}"
+
+    def fix_id(self) -> None:
+        self.fixed_id = None
+        self.fixed_id = self.id
 
     @property
     def barge_in(self) -> bool:
@@ -249,6 +257,8 @@ def _load_all(run_path: Path, run: RunFile, problems: list[Problem]) -> tuple[li
                                       environment_name=environment_name, environment_file=environment_file))
     # the people the data names are removed wherever they appear (store, bundles, judges)
     register_data([{"persona": c.persona, "data": c.data, "scenario": c.scenario} for c in cells])
+    for cell in cells:
+        cell.fix_id()
     ids = [c.id for c in cells]
     for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
         problems.append(Problem(str(run_path), duplicate, "-", "two cells share this id (same scenario id, persona "

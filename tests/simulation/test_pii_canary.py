@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import sqlite3
 import wave
@@ -26,9 +27,13 @@ SPOKEN_PHONE = "zero four seven nine, one two, three four, five six"
 NATIONAL_NUMBER = "52.03.04-123.94"  # born 1952-03-04, serial 123: 97 - 520304123 % 97 = 94
 CANARY_LINE = (f"The patient is Maria Jansen, her national number is {NATIONAL_NUMBER}, and my phone number is "
                f"{SPOKEN_PHONE}.")
-#: what must appear nowhere (case-insensitive), in the forms the line, an agent or a transcript could give them
-CANARIES = ("jansen", "maria", "four seven nine", "0479", "12 34 56", "123456", "52.03.04", "520304", "123.94",
-            "12394")
+#: what must appear nowhere (case-insensitive), in the forms the line, an agent or a transcript could give them; a
+#: group of digits counts only standing alone (a timing such as "t_ms": 10479.1 holds "0479" by chance)
+CANARIES = tuple(re.compile(p) for p in (
+    r"jansen", r"maria", r"four seven nine", r"zero four", r"one two, three four",
+    *(rf"(?<![\d.]){digits}(?![\d])" for digits in (
+        r"0479", r"0479\D{0,3}12\D{0,3}34\D{0,3}56", r"52\.03\.04", r"52030412394", r"123\.94", r"12394",
+        r"520304"))))
 
 
 @pytest.fixture
@@ -53,14 +58,16 @@ def _leaks(root: Path) -> list[str]:
     found = []
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         text = path.read_bytes().decode("utf-8", errors="replace").casefold()
-        found += [f"{path.relative_to(root)}: {c!r}" for c in CANARIES if c in text]
+        found += [f"{path.relative_to(root)}: {m.group()!r} in {text[max(0, m.start() - 60):m.end() + 40]!r}"
+                  for m in filter(None, (c.search(text) for c in CANARIES))]
         if path.suffix == ".sqlite":
             with sqlite3.connect(path) as conn:
                 tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
                 for table in tables:
                     for row in conn.execute(f'SELECT * FROM "{table}"'):  # noqa: S608 - names from the schema
                         joined = " ".join(str(v) for v in row if isinstance(v, str)).casefold()
-                        found += [f"{path.name}:{table}: {c!r}" for c in CANARIES if c in joined]
+                        found += [f"{path.name}:{table}: {m.group()!r} in {joined[max(0, m.start() - 60):][:100]!r}"
+                                  for m in filter(None, (c.search(joined) for c in CANARIES))]
     return found
 
 

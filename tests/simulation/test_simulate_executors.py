@@ -11,6 +11,7 @@ The Ray tests share one local cluster (``ray.init(num_cpus=2)``, no dashboard) f
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import pickle
 import signal
@@ -173,7 +174,9 @@ def test_local_and_ray_give_the_same_scored_summary_and_bundles(ray_cluster, pla
     assert local["trial_count"] == 4 and local["pass_power_k"] is True
     assert {c["system_id"] for c in local["cells"]} == {"fake", "openai-realtime"}
     assert local["cost"]["estimate_usd"] > 0 and local["cost"]["actual_usd"] > 0
-    assert "fake/workload-neutral-voice-exchange__Jordan__quiet__data-workload-neutral-voice/trial-002/mixed.wav" \
+    # the persona's name ("Jordan") is personal data: ids and folders carry a stable pseudonym (bench.privacy)
+    jordan = "persona-" + hashlib.sha256(b"Jordan").hexdigest()[:8]
+    assert f"fake/workload-neutral-voice-exchange__{jordan}__quiet__data-workload-neutral-voice/trial-002/mixed.wav" \
         in local["files"]
     assert set(local["files"]) >= RUN_FILES
     log = (tmp_path / "ray" / "evaluator.log").read_text(encoding="utf-8")
