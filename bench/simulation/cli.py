@@ -64,6 +64,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from bench.simulation.suite import load_suite
 
     suite = load_suite(_run_path(args.run_file), no_audio=args.no_audio)
+    tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
+    if args.limit is not None:  # the first N cells (after --tags), spread over the families in file order
+        suite.cells = _limited([c for c in suite.cells if not tags or set(c.scenario.tags) & set(tags)], args.limit)
     options = RunOptions(
         artifacts_dir=_artifacts_dir(args, suite), trials=args.trials,
         tags=[t.strip() for t in (args.tags or "").split(",") if t.strip()], parallel=args.parallel,
@@ -94,6 +97,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"run report: {result.report_path}")
     print(f"exit {result.exit_code}: {EXIT_NAMES.get(result.exit_code, '')}")
     return result.exit_code
+
+
+def _limited(cells: list[Any], limit: int) -> list[Any]:
+    """At most ``limit`` cells, taken round-robin over the scenario files (a limited run of a library covers every
+    family before it covers one twice)."""
+    by_file: dict[Any, list[Any]] = {}
+    for cell in cells:
+        by_file.setdefault(cell.scenario_file, []).append(cell)
+    chosen: list[Any] = []
+    queues = list(by_file.values())
+    while len(chosen) < limit and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.append(queue.pop(0))
+    return chosen
 
 
 def _print_estimate(simulation: Any) -> int:
@@ -136,6 +154,8 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     run.add_argument("--artifacts-dir", help="where bundles go (default: the run file's artifacts_dir)")
     run.add_argument("--tags", help="only scenarios with any of these comma-separated tags")
     run.add_argument("--systems", help="only these comma-separated endpoint ids")
+    run.add_argument("--limit", type=number_in("--limit", int, 1, 100_000),
+                     help="run at most this many scenarios (cells), taken in turn from each scenario file")
     run.add_argument("--parallel", type=number_in("--parallel", int, 1, 256), default=1,
                      help="conversations at once (each system also keeps to its own concurrency)")
     run.add_argument("--no-audio", action="store_true", help="text turns only; no WAVs")

@@ -43,6 +43,7 @@ from bench.simulation.config import (
     load_script,
     slugify,
 )
+from bench.simulation.hospital import library
 from bench.simulation.imports import load_custom, search_path
 from bench.simulation.speech import elevenlabs_problems, voice_for
 
@@ -72,6 +73,9 @@ class Cell:
     environment: Environment | None
     environment_name: str
     environment_file: Path | None
+    #: a library scenario's caller (``bench.simulation.hospital.library.CallerSpec``): it answers by topic instead
+    #: of following a script
+    caller: Any = None
 
     @property
     def id(self) -> str:
@@ -80,6 +84,8 @@ class Cell:
 
     @property
     def barge_in(self) -> bool:
+        if self.caller is not None:
+            return self.caller.interrupt is not None
         return bool(self.script and any(t.interrupt_at_ms is not None for t in self.script.turns))
 
 
@@ -185,10 +191,15 @@ def _load_all(run_path: Path, run: RunFile, problems: list[Problem]) -> tuple[li
             problems.append(Problem(str(path), "-", "-", str(exc)))
         return None
 
+    audio: dict[str, bytes] = {}
     scenarios: list[tuple[Scenario, Path]] = []
+    library_cells: list[Cell] = []
     for key in ("scenario_path", "evals_path"):
         for relative in as_list(getattr(run, key)):
             path = _resolve(base, relative)
+            if library.is_library_path(path):  # the scenario library: each entry is a whole cell
+                library_cells += attempt(lambda p: library.cells_for(p, audio), path) or []
+                continue
             loaded = attempt(load_scenarios, path)
             scenarios += [(s, path) for s in loaded or []]
     personas: list[tuple[Persona | None, Path | None]] = []
@@ -204,7 +215,6 @@ def _load_all(run_path: Path, run: RunFile, problems: list[Problem]) -> tuple[li
         if data is not None:
             data_sets.append((data, slugify(path.stem), path))
     environments: list[tuple[Environment | None, str, Path | None]] = []
-    audio: dict[str, bytes] = {}
     for relative in as_list(run.environment_path):
         path = _resolve(base, relative)
         environment = attempt(load_environment, path)
@@ -245,6 +255,7 @@ def _load_all(run_path: Path, run: RunFile, problems: list[Problem]) -> tuple[li
                                       data_name=data_name, data_file=data_file, script=script,
                                       script_file=script_file, environment=environment,
                                       environment_name=environment_name, environment_file=environment_file))
+    cells += library_cells
     ids = [c.id for c in cells]
     for duplicate in sorted({i for i in ids if ids.count(i) > 1}):
         problems.append(Problem(str(run_path), duplicate, "-", "two cells share this id (same scenario id, persona "
@@ -296,7 +307,7 @@ def _check_personas(run_path: Path, run: RunFile, cells: list[Cell], problems: l
                 needs_model = True
             if any(s.success_criteria for s in scenario.steps) or scenario.expectations:
                 needs_judge = True
-        elif run.persona_mode == "scripted" and cell.script is None:
+        elif run.persona_mode == "scripted" and cell.script is None and cell.caller is None:
             problems.append(Problem(str(cell.scenario_file), scenario.id, "script_path",
                                     "a scripted persona needs a script (run file script_path or the scenario's)"))
     if needs_model and run.persona_provider not in run.providers:
