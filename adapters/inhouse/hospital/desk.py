@@ -210,7 +210,7 @@ class HospitalDesk:
             task = lexicon.task_of(text)
             if task is not None:
                 return task
-        if lexicon.find(" ".join(c.user), lexicon.DEPARTMENT_WORDS) is not None:
+        if lexicon.find(c.user, lexicon.DEPARTMENT_WORDS) is not None:
             return "book"
         return None
 
@@ -249,7 +249,7 @@ class HospitalDesk:
             hours = str(result.result.get("hours", "")).replace("-", " – ")
             name = department_name(result.result.get("department", ""), lang)
             return Step(f"{say('hours', lang, department=name, hours=hours)} {say('anything_else', lang)}")
-        department = lexicon.find(" ".join(c.user), lexicon.DEPARTMENT_WORDS)
+        department = lexicon.find(c.user, lexicon.DEPARTMENT_WORDS)
         if department is None:
             return Step(say("department", lang), "clarify")
         return Step(tool=ToolRequest(name="get_visiting_hours", arguments={"department": department}))
@@ -317,7 +317,7 @@ class HospitalDesk:
 
     def book(self, c: Conversation) -> Step:
         lang = c.language
-        said = " ".join(c.user)
+        said = c.user
         department = lexicon.find(said, lexicon.DEPARTMENT_WORDS)
         day = lexicon.find(said, lexicon.DAY_WORDS)
         part = lexicon.find(said, lexicon.PART_WORDS)
@@ -365,10 +365,10 @@ class HospitalDesk:
         if len(booked) == 1:
             return booked[0]
         said = [text for question, text in c.answers if question != "new_day"]
-        department = lexicon.find(" ".join(said), lexicon.DEPARTMENT_WORDS)
+        department = lexicon.find(said, lexicon.DEPARTMENT_WORDS)
         matches = [a for a in booked if a.get("department") == department] if department else booked
         if len(matches) > 1:
-            day = lexicon.find(" ".join(said), lexicon.DAY_WORDS)
+            day = lexicon.find(said, lexicon.DAY_WORDS)
             matches = [a for a in matches if a.get("day") == day] if day else matches
         return matches[0] if len(matches) == 1 else None
 
@@ -377,8 +377,7 @@ class HospitalDesk:
         the appointment's own."""
         after = [text for question, text in c.answers if question in ("new_day", "part", "confirm_move")]
         if after:
-            text = " ".join(after)
-            return lexicon.find(text, lexicon.DAY_WORDS), lexicon.find(text, lexicon.PART_WORDS)
+            return lexicon.find(after, lexicon.DAY_WORDS), lexicon.find(after, lexicon.PART_WORDS)
         for text in reversed(c.user):
             day = lexicon.find(text, lexicon.DAY_WORDS)
             if day is not None and day != chosen.get("day"):

@@ -73,7 +73,7 @@ DAY_WORDS = {
     "friday": ("friday", "vrijdag", "vendredi", "venerdi"),
 }
 PART_WORDS = {
-    "morning": ("morning", "ochtend", "voormiddag", "morgen", "matin", "matinee", "mattin"),
+    "morning": ("morning", "ochtend", "voormiddag", "morgens", "matin", "matinee", "mattin"),
     "afternoon": ("afternoon", "namiddag", "middag", "apres-midi", "apres midi", "pomeriggio"),
 }
 TASK_WORDS = {
@@ -290,16 +290,20 @@ ADVICE = tuple(
 NURSE_WORDS = ("nurse", "verpleeg", "infirmi", "infermier")
 
 
-def find(text: str, table: dict[str, tuple[str, ...]]) -> str | None:
-    """The key whose word occurs last in ``text`` (a later mention corrects an earlier one)."""
-    folded = fold(text)
-    best: tuple[int, str] | None = None
-    for key, words in table.items():
-        for word in words:
-            for match in re.finditer(r"(?<![a-z])" + re.escape(word), folded):
-                if best is None or match.start() >= best[0]:
+def find(texts: str | list[str], table: dict[str, tuple[str, ...]]) -> str | None:
+    """The key named in the latest of ``texts`` that names one (a later turn corrects an earlier one); within that
+    turn the first one named ("the afternoon, please, I'm not a morning person", "orthopedics, not radiology")."""
+    for text in reversed([texts] if isinstance(texts, str) else texts):
+        folded = fold(text)
+        best: tuple[int, str] | None = None
+        for key, words in table.items():
+            for word in words:
+                match = re.search(r"(?<![a-z])" + re.escape(word), folded)
+                if match is not None and (best is None or match.start() < best[0]):
                     best = (match.start(), key)
-    return best[1] if best else None
+        if best is not None:
+            return best[1]
+    return None
 
 
 def any_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
