@@ -32,8 +32,15 @@ details in the store say so. ``speech_input: null`` declares no audio input.
 
 Options (unknown keys are refused): ``orchestrator`` (dotted path, default the reference stack),
 ``orchestrator_options`` (keyword arguments for it, when it is a class or factory: plain JSON data, since they go to
-its process), ``speech_input`` (``{"asr": "oracle", "endpointing_silence_ms": 300}``) and ``startup_timeout_s``
-(how long building the orchestrator in its process may take, default 120).
+its process), ``speech_input`` (``{"asr": "oracle", "endpointing_silence_ms": 300}``), ``startup_timeout_s``
+(how long building the orchestrator in its process may take, default 120), ``client_tools`` and ``interruption``
+(declare those capabilities; default off).
+
+Client tools: an orchestrator that answers with ``tool_calls`` (and no answer) gets each call emitted as a
+``ToolCall(awaits_result=True)`` with an empty ``ResponseDone`` (a tool-only response, which does not end the
+exchange); once the engine has sent every result (``send_tool_result``) the same question is asked again with the
+calls and results at the end of the history, up to ``MAX_TOOL_ROUNDS`` rounds. Interruption: ``interrupt`` cancels
+the response being produced (``Interrupted`` and ``ResponseDone(status="interrupted")``) and asks the next turn.
 """
 
 from __future__ import annotations
@@ -74,8 +81,7 @@ from bench.protocol.redact import redact
 
 DEFAULT_ORCHESTRATOR = "adapters.inhouse.reference:ReferenceVoiceStack"
 
-CAPABILITIES = Capabilities(text_input=True, streaming_output=True, multi_turn=True, client_tools=True,
-                            interruption=True)
+CAPABILITIES = Capabilities(text_input=True, streaming_output=True, multi_turn=True)
 #: tool rounds one user turn may take before the orchestrator must answer
 MAX_TOOL_ROUNDS = 6
 
@@ -99,6 +105,10 @@ class InhouseOptions(BaseModel):
     speech_input: SpeechInput | None = SpeechInput()
     #: how long the orchestrator's process may take to build it (a stack loading models needs more)
     startup_timeout_s: float = Field(default=120.0, ge=1, le=3600)
+    #: the orchestrator asks for client tools (``QueryResponse.tool_calls``): declare ``client_tools``
+    client_tools: bool = False
+    #: a barge-in cancels the response being produced (``interrupt``): declare ``interruption``
+    interruption: bool = False
 
 
 class InhouseSession(StreamingSession):
@@ -655,4 +665,6 @@ def create(system: AdapterConfig) -> InhouseAdapter:
     runner = OrchestratorProcess(system.id, options.orchestrator, options.orchestrator_options,
                                  startup_timeout_s=options.startup_timeout_s)
     runner.start_sync()
-    return InhouseAdapter(system.id, runner=runner, speech_input=options.speech_input)
+    capabilities = CAPABILITIES.model_copy(update={"client_tools": options.client_tools,
+                                                   "interruption": options.interruption})
+    return InhouseAdapter(system.id, runner=runner, speech_input=options.speech_input, capabilities=capabilities)

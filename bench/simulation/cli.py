@@ -87,6 +87,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  {cell['system_id']}{' (EMULATED)' if cell['emulated'] else ''} {cell['cell_id']}: "
               f"{cell['passed_trials']}/{cell['trial_count']} passed, pass@k={cell['pass_at_k']} "
               f"pass^k={cell['pass_power_k']}")
+    if any(row["family"] != "-" for row in report.get("families", [])):
+        from bench.simulation.report import family_lines
+
+        print("pass^k and churn per scenario family:")
+        for line in family_lines(report["families"]):
+            print(f"  {line}")
     cost = report["cost"]
     print(f"cost: estimate ${cost['estimate_usd']:.4f}, actual ${cost['actual_usd']:.4f}"
           + (f", cap ${cost['cap_usd']:.4f}" if cost["cap_usd"] is not None else ""))

@@ -10,7 +10,7 @@ file, the entry (the scenario's id, or its position) and the field (exit 2).
 answered by a fresh ``backend.HospitalBackend`` filled from the fixture for every trial (the engine's tool path),
 and an outcome probe (``checks.LibraryProbe``) whose every check must report ``True``. ``persona_for`` gives the
 engine's persona; ``environment_for`` the recognition noise as a mixer environment (the repo's noise WAVs).
-A run file names library files in ``scenario_path`` like any scenario file (``is_library_file`` tells them apart).
+A run file names library files in ``scenario_path`` like any scenario file (``is_library_path`` tells them apart).
 """
 
 from __future__ import annotations
@@ -237,11 +237,6 @@ class LibraryScenario(_Model):
 
 
 # --- reading --------------------------------------------------------------------------------------------------
-def is_library_file(data: Any) -> bool:
-    """Whether a YAML document is a scenario library (a list of entries with a ``family``)."""
-    return isinstance(data, list) and bool(data) and all(isinstance(e, dict) and "family" in e for e in data)
-
-
 def _entry_name(raw: Any, index: int) -> str:
     if isinstance(raw, dict) and isinstance(raw.get("id"), str):
         return raw["id"]
@@ -370,16 +365,16 @@ def slug(text: str) -> str:
 
 
 def is_library_path(path: Path) -> bool:
-    """A library directory, or a YAML file whose document is a library (a list of entries with a ``family``)."""
+    """A library directory, or a YAML file whose document is a library (a list whose entries have a ``family``)."""
     if path.is_dir():
         return bool(library_files(path))
     if path.suffix not in (".yaml", ".yml") or not path.is_file():
         return False
     try:
-        head = path.read_text(encoding="utf-8")
-    except OSError:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
         return False
-    return bool(re.search(r"^-\s+id:", head, re.MULTILINE)) and bool(re.search(r"^\s+family:", head, re.MULTILINE))
+    return isinstance(data, list) and any(isinstance(e, dict) and "family" in e for e in data)
 
 
 def cells_for(path: Path, audio: dict[str, bytes]) -> list[Any]:
