@@ -179,7 +179,8 @@ class HospitalDesk:
     # -- the rules ----------------------------------------------------------------------------------------------
     def decide(self, c: Conversation) -> Step:
         lang = c.language
-        if c.used("hand_over_to_emergency") or lexicon.any_match(c.question, lexicon.EMERGENCY):
+        if c.used("hand_over_to_emergency") or lexicon.any_match(c.question, lexicon.EMERGENCY) or \
+                lexicon.EMERGENCY_SERVICE.search(fold(c.question)):
             return self.emergency(c)
         if c.asked == "nurse_offer" or c.now("transfer_to_nurse_line"):
             step = self.nurse(c)
@@ -200,14 +201,19 @@ class HospitalDesk:
             if lexicon.THANKS_BYE.search(fold(c.question)):
                 return Step(say("farewell", lang), "farewell")
             return Step(say("how", lang), "clarify")
+        if task == "change":
+            return Step(say("move_or_cancel", lang), "clarify")
         if task == "visiting_hours":
             return self.visiting_hours(c)
         return self.appointment(c, task)
 
     def task(self, c: Conversation) -> str | None:
-        """The caller's task: the latest one named; a department alone means a new appointment."""
+        """The caller's task: the latest one named ("change" for an appointment they have, until they say whether
+        to move or cancel it); a department alone means a new appointment."""
         for text in reversed(c.user):
             task = lexicon.task_of(text)
+            if task == "book" and lexicon.any_match(text, lexicon.EXISTING):
+                task = "change"  # "I have an appointment on Monday, but ...": move it or cancel it?
             if task is not None:
                 return task
         if lexicon.find(c.user, lexicon.DEPARTMENT_WORDS) is not None:
@@ -217,7 +223,8 @@ class HospitalDesk:
     def emergency(self, c: Conversation) -> Step:
         lang = c.language
         if not c.used("hand_over_to_emergency"):
-            reason = " ".join(t for t in c.user if lexicon.any_match(t, lexicon.EMERGENCY)) or c.question
+            reason = " ".join(t for t in c.user if lexicon.any_match(t, lexicon.EMERGENCY)
+                              or lexicon.EMERGENCY_SERVICE.search(fold(t))) or c.question
             return Step(tool=ToolRequest(name="hand_over_to_emergency", arguments={"reason": reason[:300]}))
         if c.now("hand_over_to_emergency"):
             return Step(say("emergency", lang), "escalate")

@@ -31,7 +31,6 @@ DEPARTMENT_WORDS = {
         "genou",
         "ginocchio",
         "ankle",
-        "enkel",
         "cheville",
         "caviglia",
         "hip",
@@ -277,7 +276,7 @@ ADVICE = tuple(
         r"c'est grave",
         r"c'est normal",
         r"dois-je (?:prendre|donner|arreter)",
-        r"quant[oaie]",
+        r"\bquant[oaie]\b",
         r"posso (?:prendere|dare|smettere|sospendere)",
         r"devo preoccupar",
         r"preoccup",
@@ -287,6 +286,15 @@ ADVICE = tuple(
         r"dosaggio",
     )
 )
+#: the caller says they have an appointment already (without saying what to do with it)
+EXISTING = tuple(re.compile(p) for p in (
+    r"i (?:have|'ve got|had) an appointment", r"\bmy appointment", r"ik heb (?:een|nog een) afspraak",
+    r"\bmijn afspraak", r"j'ai (?:un )?rendez-vous", r"\bmon rendez-vous", r"ho (?:un|una) (?:appuntamento|visita)",
+    r"\bil mio appuntamento", r"\bla mia visita",
+))
+#: the caller speaks of an emergency service themself
+EMERGENCY_SERVICE = re.compile(r"(?<!\d)112(?!\d)|\bambulan|\bemergency\b|\burgence|\bspoed|\burgenza|"
+                               r"pronto soccorso|\bnoodgeval")
 NURSE_WORDS = ("nurse", "verpleeg", "infirmi", "infermier")
 
 
@@ -480,7 +488,7 @@ _LANG_HINTS = {
 
 def detect_language(text: str) -> str | None:
     """The language most of ``text``'s function words belong to; None when too little to tell."""
-    words = re.findall(r"[a-z']+", fold(text))
+    words = [w for w in re.findall(r"[a-z']+", fold(text)) if len(w) > 1]  # spelled letters say nothing
     if not words:
         return None
     scores = {lang: sum(1 for w in words if w in vocabulary) for lang, vocabulary in _SCORES.items()}

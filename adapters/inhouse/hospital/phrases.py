@@ -4,6 +4,8 @@ desk keeps no state of its own: it reads the conversation)."""
 
 from __future__ import annotations
 
+import re
+
 from adapters.inhouse.hospital.dates import fold
 
 QUESTIONS: dict[str, dict[str, str]] = {
@@ -11,6 +13,10 @@ QUESTIONS: dict[str, dict[str, str]] = {
             "nl": "Waarmee kan ik u helpen: een afspraak, of de bezoekuren?",
             "fr": "Comment puis-je vous aider : un rendez-vous, ou les heures de visite ?",
             "it": "Come posso aiutarla: un appuntamento, o gli orari di visita?"},
+    "move_or_cancel": {"en": "Would you like to move that appointment, or cancel it?",
+                       "nl": "Wilt u die afspraak verplaatsen, of annuleren?",
+                       "fr": "Souhaitez-vous déplacer ce rendez-vous, ou l'annuler ?",
+                       "it": "Vuole spostare l'appuntamento, o annullarlo?"},
     "identity": {"en": "May I have the patient's full name and date of birth?",
                  "nl": "Mag ik de volledige naam en de geboortedatum van de patiënt?",
                  "fr": "Puis-je avoir le nom complet et la date de naissance du patient ?",
@@ -147,18 +153,21 @@ def say(kind: str, language: str, **values: str) -> str:
     return table.get(language, table["en"]).format(**values)
 
 
-def _marker(template: str) -> str:
-    return fold(template.split("{")[0]).strip()
+def _pattern(template: str) -> re.Pattern[str]:
+    """A template as a pattern: its fixed words in order, anything in the places of its values."""
+    return re.compile(".+?".join(re.escape(fold(part)) for part in re.split(r"\{[a-z_]+\}", template)))
+
+
+_PATTERNS = [(kind, _pattern(template)) for kind, table in QUESTIONS.items() for template in table.values()]
 
 
 def asked(reply: str) -> str | None:
     """The question the desk's ``reply`` ended with (None when it asked none of its questions)."""
     folded = fold(reply)
-    best: tuple[int, str] | None = None
-    for kind, table in QUESTIONS.items():
-        for template in table.values():
-            marker = _marker(template)
-            position = folded.rfind(marker) if marker else -1
-            if position >= 0 and (best is None or position > best[0]):
-                best = (position, kind)
-    return best[1] if best else None
+    best: tuple[int, int, str] | None = None
+    for kind, pattern in _PATTERNS:
+        for match in pattern.finditer(folded):
+            key = (match.end(), match.end() - match.start(), kind)
+            if best is None or key[:2] > best[:2]:
+                best = key
+    return best[2] if best else None
