@@ -243,9 +243,9 @@ class HospitalDesk:
             if patient is not None:
                 arguments["patient_id"] = patient
             return Step(tool=ToolRequest(name="transfer_to_nurse_line", arguments=arguments))
-        if lexicon.is_no(c.question):
+        if lexicon.is_no(c.question) and lexicon.task_of(c.question) is None:
             return Step(f"{say('nurse_declined', lang)} {say('anything_else', lang)}")
-        return None
+        return None  # the caller goes on with something else
 
     def visiting_hours(self, c: Conversation) -> Step:
         lang = c.language

@@ -103,7 +103,7 @@ TASK_WORDS = {
         "disdett",
         "not need it",
         "don't need it",
-        "niet meer nodig",
+        "niet meer nodig", "mag weg", "hoeft niet meer",
         "plus besoin",
         "non serve piu",
         "can't make it",
@@ -135,7 +135,7 @@ TASK_WORDS = {
     "book": (
         "book",
         "appointment",
-        "afspraak",
+        "afspra",
         "rendez-vous",
         "rendez vous",
         "rdv",
