@@ -201,8 +201,10 @@ class HospitalDesk:
             if lexicon.THANKS_BYE.search(fold(c.question)):
                 return Step(say("farewell", lang), "farewell")
             return Step(say("how", lang), "clarify")
-        if task == "change":
+        if task == "change" and not any(question == "move_or_cancel" for question, _ in c.answers):
             return Step(say("move_or_cancel", lang), "clarify")
+        if task == "change":  # asked once and still not said: an appointment that does not suit is moved
+            task = "reschedule"
         if task == "visiting_hours":
             return self.visiting_hours(c)
         return self.appointment(c, task)
@@ -214,6 +216,9 @@ class HospitalDesk:
             task = lexicon.task_of(text)
             if task == "book" and lexicon.any_match(text, lexicon.EXISTING):
                 task = "change"  # "I have an appointment on Monday, but ...": move it or cancel it?
+            if task == "change" and lexicon.find(
+                    [t for q, t in c.answers if q == "move_or_cancel"], lexicon.DAY_WORDS) is not None:
+                task = "reschedule"  # asked to move or cancel, the caller named another day
             if task is not None:
                 return task
         if lexicon.find(c.user, lexicon.DEPARTMENT_WORDS) is not None:

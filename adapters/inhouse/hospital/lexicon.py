@@ -73,7 +73,7 @@ DAY_WORDS = {
 }
 PART_WORDS = {
     "morning": ("morning", "ochtend", "voormiddag", "morgens", "matin", "matinee", "mattin"),
-    "afternoon": ("afternoon", "namiddag", "middag", "apres-midi", "apres midi", "pomeriggio"),
+    "afternoon": ("afternoon", "namiddag", "middag", "apres-midi", "apres midi", "aprem", "pomeriggio"),
 }
 TASK_WORDS = {
     "visiting_hours": (
@@ -106,12 +106,12 @@ TASK_WORDS = {
         "niet meer nodig", "mag weg", "hoeft niet meer",
         "plus besoin",
         "non serve piu",
-        "can't make it",
-        "cannot make it",
-        "kan niet komen",
-        "pourrai pas venir",
-        "past niet",
-        "non posso venire",
+    ),
+    # the appointment does not suit: move it or cancel it? (asked)
+    "change": (
+        "can't make it", "cannot make it", "can't come", "kan niet komen", "past niet", "past mij niet",
+        "past me niet", "lukt niet", "pourrai pas venir", "saurai pas venir", "peux pas venir", "empechement",
+        "non posso venire", "non riesco a venire",
     ),
     "reschedule": (
         "reschedul",
@@ -322,7 +322,7 @@ def any_match(text: str, patterns: tuple[re.Pattern[str], ...]) -> bool:
 def task_of(text: str) -> str | None:
     """The most specific task ``text`` names (visiting hours, cancel, reschedule, book)."""
     folded = fold(text)
-    for task in ("visiting_hours", "cancel", "reschedule", "book"):
+    for task in ("visiting_hours", "cancel", "reschedule", "change", "book"):
         if any(re.search(r"(?<![a-z])" + re.escape(w), folded) for w in TASK_WORDS[task]):
             return task
     return None
