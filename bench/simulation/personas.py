@@ -52,6 +52,8 @@ class CallerLine:
     audio: bytes | None = None
     #: the client events the evaluator sent the persona's model for this line, in order (realtime persona)
     protocol: list[str] = field(default_factory=list)
+    #: the caller pauses this long in the middle of the line (audio: silence between its two halves)
+    pause_ms: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         found = {k: v for k, v in self.__dict__.items()

@@ -14,7 +14,8 @@ opening is caller turn 1); a topic the scenario has no answer for gets the ``oth
 in on the agent's ``turn``-th reply ``after_ms`` into it (the engine's barge-in path, ``barge_in_for``). The call is
 over (``persona_completion``) when the agent says goodbye without asking anything, after the caller answered
 ``anything_else`` (its last line), or after ``hang_up_after_turns`` agent replies (the caller gives up).
-``pauses_mid_sentence`` marks each line (``CallerLine.pause_ms``) for the speech side to split it with silence.
+``pauses_mid_sentence`` marks each line (``CallerLine.pause_ms``): spoken, the line is split in two at the word
+nearest its middle with that much silence between the halves (text turns cannot pause).
 """
 
 from __future__ import annotations
@@ -158,10 +159,8 @@ class TopicCaller:
 
     def _line(self, text: str, source: str, trigger: str | None = None, final: bool = False) -> CallerLine:
         self.lines += 1
-        line = CallerLine(text=text, source=source, trigger=trigger, final=final)
-        if self.spec.pauses_mid_sentence:
-            line.pause_ms = self.pause_ms  # type: ignore[attr-defined]
-        return line
+        return CallerLine(text=text, source=source, trigger=trigger, final=final,
+                          pause_ms=self.pause_ms if self.spec.pauses_mid_sentence else None)
 
     def answer_for(self, reply: str, turn: int) -> tuple[str, str]:
         """(topic label, what the caller says) for the agent's ``reply`` at caller turn ``turn``."""
