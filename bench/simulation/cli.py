@@ -59,6 +59,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from bench.simulation.hospital import library
+
+    directory = Path(args.directory) if args.directory else library.LIBRARY_DIR
+    entries = [entry for entry, _ in library.load_all(directory)]
+    languages = library.LANGUAGES
+    print(f"{directory}: {len(entries)} scenarios")
+    print("| Family | " + " | ".join(languages) + " | total | dev | heldout |")
+    print("|---|" + "---|" * (len(languages) + 3))
+    for family, row in library.coverage(entries).items():
+        splits = [sum(1 for e in entries if e.family == family and e.split == s) for s in ("dev", "heldout")]
+        print(f"| {family} | " + " | ".join(str(row[lang]) for lang in languages)
+              + f" | {row['total']} | {splits[0]} | {splits[1]} |")
+    totals = [sum(1 for e in entries if e.language == lang) for lang in languages]
+    print("| total | " + " | ".join(map(str, totals)) + f" | {len(entries)} | "
+          f"{sum(e.split == 'dev' for e in entries)} | {sum(e.split == 'heldout' for e in entries)} |")
+    return EXIT_OK
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.simulation.runner import RunOptions, SimulationRun
     from bench.simulation.suite import load_suite
@@ -153,6 +172,10 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     validate.add_argument("run_file")
     validate.add_argument("--no-audio", action="store_true", help="check as for a text-only run")
     validate.set_defaults(func=cmd_validate)
+
+    coverage = commands.add_parser("coverage", help="the scenario library's coverage: family × language (× split)")
+    coverage.add_argument("directory", nargs="?", help="a library directory (default: the shipped hospital library)")
+    coverage.set_defaults(func=cmd_coverage)
 
     run = commands.add_parser("run", help="run the simulation matrix and write artifact bundles")
     run.add_argument("run_file")

@@ -37,6 +37,9 @@ def test_simulate_validate_passes_over_the_whole_library(capsys):
     assert run_cli("simulate", "validate", str(RUN_FILE)) == 0
     out = capsys.readouterr().out
     assert out.count("__fixture") >= 130
+    assert run_cli("simulate", "coverage") == 0
+    table = capsys.readouterr().out
+    assert all(f"| {family} |" in table for family in library.FAMILIES)
 
 
 def _entry(entry_id: str) -> dict:
