@@ -193,3 +193,22 @@ def test_an_expectation_the_database_does_not_meet_fails_with_its_reason(few_sce
     failed = [v for v in trial["verdicts"] if not v["passed"]]
     assert [v["name"] for v in failed] == [f"outcome_database[{len(entries[0]['expect']['database']) - 1}]"]
     assert "handoffs where kind=nurse_line: 0 row(s), expected 1" in failed[0]["detail"]
+
+
+def test_pass_power_k_and_churn_per_family():
+    from bench.simulation.report import family_lines, family_summary
+
+    def cell(scenario: str, *passed: bool) -> dict:
+        return {"system_id": "inhouse", "scenario_id": scenario, "tags": ["hospital"],
+                "trials": [{"passed": p, "execution_status": "succeeded"} for p in passed]}
+
+    rows = family_summary([cell("booking-en-001", True, True, True), cell("booking-nl-002", True, False, True),
+                           cell("cancel-fr-001", False, False, False),
+                           {**cell("cancel-it-002", True, True), "trials": [
+                               {"passed": True, "execution_status": "succeeded"},
+                               {"passed": None, "execution_status": "failed"}]}])
+    booking, cancel = rows
+    assert (booking["family"], booking["pass_power_k"]["k"], booking["pass_power_k"]["n"]) == ("booking", 1, 2)
+    assert (booking["churn"]["k"], booking["pass_at_k"]["k"], booking["trials"]) == (1, 2, 3)
+    assert (cancel["scenarios"], cancel["complete"], cancel["pass_power_k"]["k"]) == (2, 1, 0)
+    assert any("| booking | 2/2 complete, k=3 | 1/2 = 0.50" in line for line in family_lines(rows))
