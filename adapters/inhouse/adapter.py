@@ -32,8 +32,15 @@ details in the store say so. ``speech_input: null`` declares no audio input.
 
 Options (unknown keys are refused): ``orchestrator`` (dotted path, default the reference stack),
 ``orchestrator_options`` (keyword arguments for it, when it is a class or factory: plain JSON data, since they go to
-its process), ``speech_input`` (``{"asr": "oracle", "endpointing_silence_ms": 300}``) and ``startup_timeout_s``
-(how long building the orchestrator in its process may take, default 120).
+its process), ``speech_input`` (``{"asr": "oracle", "endpointing_silence_ms": 300}``), ``startup_timeout_s``
+(how long building the orchestrator in its process may take, default 120), ``client_tools`` and ``interruption``
+(declare those capabilities; default off).
+
+Client tools: an orchestrator that answers with ``tool_calls`` (and no answer) gets each call emitted as a
+``ToolCall(awaits_result=True)`` with an empty ``ResponseDone`` (a tool-only response, which does not end the
+exchange); once the engine has sent every result (``send_tool_result``) the same question is asked again with the
+calls and results at the end of the history, up to ``MAX_TOOL_ROUNDS`` rounds. Interruption: ``interrupt`` cancels
+the response being produced (``Interrupted`` and ``ResponseDone(status="interrupted")``) and asks the next turn.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import json
 import threading
 import weakref
 from collections.abc import Callable, Coroutine
@@ -54,11 +62,14 @@ from bench.protocol import (
     AdapterError,
     Capabilities,
     ErrorCode,
+    Interrupted,
     ResponseDone,
     SessionReady,
     SessionSpec,
     StreamingSession,
     TextDelta,
+    ToolCall,
+    ToolResult,
     Transcript,
     UserSpeechStarted,
     UserSpeechStopped,
@@ -71,6 +82,8 @@ from bench.protocol.redact import redact
 DEFAULT_ORCHESTRATOR = "adapters.inhouse.reference:ReferenceVoiceStack"
 
 CAPABILITIES = Capabilities(text_input=True, streaming_output=True, multi_turn=True)
+#: tool rounds one user turn may take before the orchestrator must answer
+MAX_TOOL_ROUNDS = 6
 
 
 class SpeechInput(BaseModel):
@@ -92,6 +105,10 @@ class InhouseOptions(BaseModel):
     speech_input: SpeechInput | None = SpeechInput()
     #: how long the orchestrator's process may take to build it (a stack loading models needs more)
     startup_timeout_s: float = Field(default=120.0, ge=1, le=3600)
+    #: the orchestrator asks for client tools (``QueryResponse.tool_calls``): declare ``client_tools``
+    client_tools: bool = False
+    #: a barge-in cancels the response being produced (``interrupt``): declare ``interruption``
+    interruption: bool = False
 
 
 class InhouseSession(StreamingSession):
@@ -113,6 +130,10 @@ class InhouseSession(StreamingSession):
         #: user turns not yet asked (one response at a time): (response id, text, whether to announce it)
         self._waiting: collections.deque[tuple[str, str, bool]] = collections.deque()
         self._current: _Reply | None = None
+        #: the user turn whose tool calls are out: its text, the calls and results so far, calls still unanswered
+        self._tool_turn: tuple[str, list[dict[str, str]], dict[str, tuple[str, str]]] | None = None
+        self._tool_rounds = 0
+        self._tool_history: list[dict[str, str]] = []
         self.emit(SessionReady(vendor_session_id=spec.conversation_id))
 
     async def send_text(self, text: str) -> None:
@@ -148,6 +169,22 @@ class InhouseSession(StreamingSession):
         """Oracle transcript of the next speech segment, for callers whose words are chosen turn by turn."""
         self._script.append(text)
 
+    async def interrupt(self, played_ms: float | None = None) -> None:
+        """Barge-in: the response being produced is cancelled where it runs (the caller heard ``played_ms`` of it;
+        a text stack has no audio to truncate) and the next waiting turn is asked."""
+        current, self._current = self._current, None
+        tool_turn, self._tool_turn = self._tool_turn, None
+        if current is None and tool_turn is None:
+            return
+        if current is not None:
+            current.abandon()
+        response_id = current.response_id if current is not None else None
+        text = current.text if current is not None else tool_turn[0] if tool_turn is not None else ""
+        self.history += [{"role": "user", "content": text}, {"role": "assistant", "content": ""}]
+        self.emit(Interrupted(response_id=response_id, played_ms=played_ms, by="caller"))
+        self.emit(ResponseDone(response_id=response_id, status="interrupted"))
+        self._next()
+
     async def close_connection(self) -> None:
         """Hang up: a response still running is cancelled where it runs, the turns not yet asked are dropped."""
         self._waiting.clear()
@@ -163,24 +200,68 @@ class InhouseSession(StreamingSession):
 
     def _next(self) -> None:
         """Ask the next waiting turn now, in the caller's loop turn (asking is sending the user turn)."""
-        if not self._waiting or self.ended or self._closed:
+        if self._tool_turn is not None or not self._waiting or self.ended or self._closed:
             return
         response_id, text, announce = self._waiting.popleft()
-        request = QueryRequest(question=text, language=self.spec.language, conversation_id=self.spec.conversation_id,
-                               history=list(self.history))
         if announce:
             self.emit(UserTurnSent(response_id=response_id))
+        self._tool_rounds = 0
+        self._query(response_id, text, [])
+
+    def _query(self, response_id: str, text: str, tool_history: list[dict[str, str]]) -> None:
+        tools = [tool.model_dump(mode="json") for tool in self.spec.tools]
+        request = QueryRequest(question=text, language=self.spec.language, conversation_id=self.spec.conversation_id,
+                               history=list(self.history) + tool_history, tools=tools)
+        self._tool_history = tool_history
         reply = self._current = _Reply(self, response_id, text, asyncio.get_running_loop(), self.spec.idle_timeout_s)
         handle = self.runner.ask(self.orchestrator, request, self.spec, reply)
         if not reply.settled:
             reply.handle = handle
 
+    def _call_tools(self, reply: _Reply, response: Any, tool_history: list[dict[str, str]]) -> None:
+        """The orchestrator asked for client tools: each becomes a ``ToolCall`` the engine answers
+        (``send_tool_result``); once every result is in, the same question is asked again with them."""
+        self._tool_rounds += 1
+        if self._tool_rounds > MAX_TOOL_ROUNDS or not self.spec.tools:
+            why = "no tools were declared" if not self.spec.tools else f"more than {MAX_TOOL_ROUNDS} tool rounds"
+            self._failed(reply, AdapterError(f"the orchestrator asked for tools: {why}", code=ErrorCode.INTERNAL,
+                                             retryable=False))
+            return
+        self._current = None
+        pending: dict[str, tuple[str, str]] = {}
+        for index, call in enumerate(response.tool_calls):
+            call_id = f"{reply.response_id}-tool-{self._tool_rounds}-{index}"
+            pending[call_id] = (call.name, json.dumps(call.arguments, ensure_ascii=False, sort_keys=True))
+            self.emit(ToolCall(response_id=reply.response_id, call_id=call_id, name=call.name,
+                               arguments=dict(call.arguments), awaits_result=True))
+        self._tool_turn = (reply.text, tool_history, pending)
+        self.emit(ResponseDone(response_id=reply.response_id, final_text=""))
+
+    async def send_tool_result(self, call_id: str, output: str, *, is_error: bool = False) -> None:
+        turn = self._tool_turn
+        if turn is None or call_id not in turn[2]:
+            raise AdapterError(f"no tool call {call_id!r} is waiting for a result", code=ErrorCode.BAD_REQUEST,
+                               retryable=False)
+        text, tool_history, pending = turn
+        name, arguments = pending.pop(call_id)
+        tool_history.append({"role": "tool", "name": name, "arguments": arguments, "content": output})
+        self.emit(ToolResult(call_id=call_id, output=output, is_error=is_error))
+        if pending or self.ended or self._closed:
+            return
+        self._tool_turn = None
+        self._query(self.new_response_id(), text, tool_history)
+
     def _answered(self, reply: _Reply, response: Any) -> None:
         """``response``: the orchestrator's ``QueryResponse`` (or, from its own process, the same fields)."""
         if reply is not self._current:
             return
+        tool_history = self._tool_history
+        if response.tool_calls and not response.answer:
+            self._call_tools(reply, response, tool_history)
+            return
         self._current = None
-        self.history += [{"role": "user", "content": reply.text}, {"role": "assistant", "content": response.answer}]
+        self.history += [{"role": "user", "content": reply.text}, *tool_history,
+                         {"role": "assistant", "content": response.answer}]
         self.emit(ResponseDone(
             response_id=reply.response_id,
             conversational_intent=response.conversational_intent,
@@ -584,4 +665,6 @@ def create(system: AdapterConfig) -> InhouseAdapter:
     runner = OrchestratorProcess(system.id, options.orchestrator, options.orchestrator_options,
                                  startup_timeout_s=options.startup_timeout_s)
     runner.start_sync()
-    return InhouseAdapter(system.id, runner=runner, speech_input=options.speech_input)
+    capabilities = CAPABILITIES.model_copy(update={"client_tools": options.client_tools,
+                                                   "interruption": options.interruption})
+    return InhouseAdapter(system.id, runner=runner, speech_input=options.speech_input, capabilities=capabilities)

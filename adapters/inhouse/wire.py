@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from bench.protocol.intents import Intent
-from bench.protocol.orchestrator import QueryRequest, QueryResponse
+from bench.protocol.orchestrator import QueryRequest, QueryResponse, ToolRequest
 
 
 class _Message(BaseModel):
@@ -79,12 +79,13 @@ class Answer(_Message):
     target_language: str | None = None
     voice_shape_compliant: bool | None = None
     retrieved_context: list[str] = Field(default_factory=list)
+    tool_calls: list[ToolRequest] = Field(default_factory=list)
 
     @classmethod
     def of(cls, response: QueryResponse) -> Answer:
         return cls(answer=response.answer, conversational_intent=response.conversational_intent,
                    target_language=response.target_language, voice_shape_compliant=response.voice_shape_compliant,
-                   retrieved_context=list(response.retrieved_context))
+                   retrieved_context=list(response.retrieved_context), tool_calls=list(response.tool_calls))
 
 
 class Done(_Message):

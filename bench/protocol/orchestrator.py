@@ -24,14 +24,27 @@ from bench.protocol.intents import Intent
 from bench.protocol.redact import redact
 
 
+class ToolRequest(BaseModel):
+    """A client tool the orchestrator asks the harness to run (``QueryResponse.tool_calls``)."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
 class QueryRequest(BaseModel):
-    """One caller utterance as the orchestrator receives it."""
+    """One caller utterance as the orchestrator receives it.
+
+    ``tools``: the client tools of the conversation (name, description, JSON-schema parameters). An orchestrator
+    that wants one run answers with ``tool_calls`` (and no answer); it is then asked again with the same question
+    and the calls and their results at the end of ``history`` (``{"role": "tool", "name", "arguments" (JSON),
+    "content" (the result)}``), until it answers."""
 
     question: str
     language: str = Field(description="language the caller is speaking, as detected upstream (STT)")
     channel: str = "voice"
     conversation_id: str | None = None
     history: list[dict[str, str]] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class QueryResponse(BaseModel):
@@ -48,6 +61,8 @@ class QueryResponse(BaseModel):
     target_language: str | None = None
     voice_shape_compliant: bool | None = None
     retrieved_context: list[str] = Field(default_factory=list)
+    #: client tools to run before answering (``QueryRequest.tools``); the answer is then empty
+    tool_calls: list[ToolRequest] = Field(default_factory=list)
     token_stream: AsyncIterator[str] | None = Field(default=None, exclude=True)
     _consumed: bool = PrivateAttr(default=False)
 

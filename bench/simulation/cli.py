@@ -61,6 +61,25 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_coverage(args: argparse.Namespace) -> int:
+    from bench.simulation.hospital import library
+
+    directory = Path(args.directory) if args.directory else library.LIBRARY_DIR
+    entries = [entry for entry, _ in library.load_all(directory)]
+    languages = library.LANGUAGES
+    print(f"{directory}: {len(entries)} scenarios")
+    print("| Family | " + " | ".join(languages) + " | total | dev | heldout |")
+    print("|---|" + "---|" * (len(languages) + 3))
+    for family, row in library.coverage(entries).items():
+        splits = [sum(1 for e in entries if e.family == family and e.split == s) for s in ("dev", "heldout")]
+        print(f"| {family} | " + " | ".join(str(row[lang]) for lang in languages)
+              + f" | {row['total']} | {splits[0]} | {splits[1]} |")
+    totals = [sum(1 for e in entries if e.language == lang) for lang in languages]
+    print("| total | " + " | ".join(map(str, totals)) + f" | {len(entries)} | "
+          f"{sum(e.split == 'dev' for e in entries)} | {sum(e.split == 'heldout' for e in entries)} |")
+    return EXIT_OK
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from bench.simulation.runner import RunOptions, SimulationRun
     from bench.simulation.suite import load_suite
@@ -68,6 +87,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     suite = load_suite(_run_path(args.run_file), no_audio=args.no_audio)
     if args.impairment is not None:
         _impair_suite(suite, args.impairment)
+    tags = [t.strip() for t in (args.tags or "").split(",") if t.strip()]
+    if args.limit is not None:  # the first N cells (after --tags), spread over the families in file order
+        suite.cells = _limited([c for c in suite.cells if not tags or set(c.scenario.tags) & set(tags)], args.limit)
     options = RunOptions(
         artifacts_dir=_artifacts_dir(args, suite), trials=args.trials,
         tags=[t.strip() for t in (args.tags or "").split(",") if t.strip()], parallel=args.parallel,
@@ -88,6 +110,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"  {cell['system_id']}{' (EMULATED)' if cell['emulated'] else ''} {cell['cell_id']}: "
               f"{cell['passed_trials']}/{cell['trial_count']} passed, pass@k={cell['pass_at_k']} "
               f"pass^k={cell['pass_power_k']}")
+    if any(row["family"] != "-" for row in report.get("families", [])):
+        from bench.simulation.report import family_lines
+
+        print("pass^k and churn per scenario family:")
+        for line in family_lines(report["families"]):
+            print(f"  {line}")
     cost = report["cost"]
     print(f"cost: estimate ${cost['estimate_usd']:.4f}, actual ${cost['actual_usd']:.4f}"
           + (f", cap ${cost['cap_usd']:.4f}" if cost["cap_usd"] is not None else ""))
@@ -133,6 +161,21 @@ def _turn_taking(run_id: str, store_path: str | None, folder: Path) -> None:
     print(f"turn-taking figures: {path}")
 
 
+def _limited(cells: list[Any], limit: int) -> list[Any]:
+    """At most ``limit`` cells, taken round-robin over the scenario files (a limited run of a library covers every
+    family before it covers one twice)."""
+    by_file: dict[Any, list[Any]] = {}
+    for cell in cells:
+        by_file.setdefault(cell.scenario_file, []).append(cell)
+    chosen: list[Any] = []
+    queues = list(by_file.values())
+    while len(chosen) < limit and any(queues):
+        for queue in queues:
+            if queue and len(chosen) < limit:
+                chosen.append(queue.pop(0))
+    return chosen
+
+
 def _print_estimate(simulation: Any) -> int:
     """The expected spend per system from the price tables, without calling anything."""
     from bench.simulation import costs
@@ -167,12 +210,18 @@ def add_parser(sub: Any, parser_class: type[argparse.ArgumentParser]) -> None:
     validate.add_argument("--no-audio", action="store_true", help="check as for a text-only run")
     validate.set_defaults(func=cmd_validate)
 
+    coverage = commands.add_parser("coverage", help="the scenario library's coverage: family × language (× split)")
+    coverage.add_argument("directory", nargs="?", help="a library directory (default: the shipped hospital library)")
+    coverage.set_defaults(func=cmd_coverage)
+
     run = commands.add_parser("run", help="run the simulation matrix and write artifact bundles")
     run.add_argument("run_file")
     run.add_argument("--trials", type=number_in("--trials", int, 1, 100), help="trials per cell (1-100)")
     run.add_argument("--artifacts-dir", help="where bundles go (default: the run file's artifacts_dir)")
     run.add_argument("--tags", help="only scenarios with any of these comma-separated tags")
     run.add_argument("--systems", help="only these comma-separated endpoint ids")
+    run.add_argument("--limit", type=number_in("--limit", int, 1, 100_000),
+                     help="run at most this many scenarios (cells), taken in turn from each scenario file")
     run.add_argument("--parallel", type=number_in("--parallel", int, 1, 256), default=1,
                      help="conversations at once (each system also keeps to its own concurrency)")
     run.add_argument("--no-audio", action="store_true", help="text turns only; no WAVs")

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.audio.impairments import entry_seed, impair
-from bench.audio.pcm import CANONICAL_RATE, is_silent
+from bench.audio.pcm import CANONICAL_RATE, is_silent, silence
 from bench.audio.probes import NON_TURN_PROBES, probe_sound, with_pause
 from bench.dataset import TurnTakingProbe
 from bench.engine.clock import EventTap, Stamped, now
@@ -373,6 +373,8 @@ class TrialDriver:
                       strip_lead_in: bool = False, pause_ms: float | None = None) -> tuple[bytes, bytes, MixReport]:
         if line.audio is not None:  # the persona's model spoke the line itself (realtime persona): no TTS
             clean = line.audio
+        elif line.pause_ms:  # the caller stops mid-sentence, then goes on
+            clean = await asyncio.to_thread(self._paused_speech, line.text, line.pause_ms)
         else:
             assert self.plan.speech is not None
             clean = await asyncio.to_thread(self.plan.speech.synthesize, line.text, self.plan.voice)
@@ -388,6 +390,18 @@ class TrialDriver:
                 entry_seed(self.plan.seed, f"{self.plan.cell_id}#{turn_number:03d}"))
             report.impairment = channel.model_dump()
         return clean, mixed, report
+
+    def _paused_speech(self, text: str, pause_ms: float) -> bytes:
+        """``text`` spoken in two halves (split at the word nearest its middle) with ``pause_ms`` of silence."""
+        assert self.plan.speech is not None
+        words = text.split()
+        if len(words) < 2:
+            return self.plan.speech.synthesize(text, self.plan.voice)
+        middle = len(words) // 2
+        first = self.plan.speech.synthesize(" ".join(words[:middle]), self.plan.voice)
+        second = self.plan.speech.synthesize(" ".join(words[middle:]), self.plan.voice)
+        lead_in = CANONICAL_RATE * LEAD_IN_MS // 1000 * 2
+        return first + silence(pause_ms) + second[lead_in:]
 
     async def _exchange(self, session: Any, tap: EventTap, spec: SessionSpec, recorder: ConversationRecorder | None,
                         mixer: EnvironmentMixer, log: VoiceEventLog, index: int, line: CallerLine,

@@ -54,6 +54,8 @@ class CallerLine:
     protocol: list[str] = field(default_factory=list)
     #: the script turn's turn-taking probe (``ScriptTurn.turn_taking``, as a mapping)
     turn_taking: dict[str, Any] | None = None
+    #: the caller pauses this long in the middle of the line (audio: silence between its two halves)
+    pause_ms: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         found = {k: v for k, v in self.__dict__.items()

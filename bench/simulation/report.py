@@ -127,6 +127,63 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def family_of(scenario_id: str, tags: list[str] | None = None) -> str:
+    """A scenario's family: its library family tag, else the ``family-language-number`` id's family, else "-"."""
+    from bench.simulation.hospital.library import FAMILIES
+
+    found = next((t for t in tags or [] if t in FAMILIES), None)
+    if found:
+        return found
+    parts = scenario_id.rsplit("-", 2)
+    return parts[0] if len(parts) == 3 and len(parts[1]) == 2 and parts[2].isdigit() else "-"
+
+
+def family_summary(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """pass^k and churn per system × scenario family, from a run report's cells (each with ``system_id``,
+    ``scenario_id``, ``tags`` and its ``trials``' ``passed``). Only complete cells (every trial executed) count:
+    ``pass_power_k`` and ``pass_at_k`` are the cells that passed in every / some trial, ``churn`` the cells whose
+    verdict changed between trials (None with one trial); each with its n and a Wilson 95 % interval."""
+    from bench import stats
+    from bench.metrics.trials import churned
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for cell in cells:
+        key = (cell["system_id"], family_of(cell["scenario_id"], cell.get("tags")))
+        groups.setdefault(key, []).append(cell)
+    rows = []
+    for (system_id, family), group in sorted(groups.items()):
+        results = [[bool(t["passed"]) for t in c["trials"]] for c in group
+                   if c["trials"] and all(t.get("passed") is not None and t.get("execution_status") == "succeeded"
+                                          for t in c["trials"])]
+        trials = max((len(r) for r in results), default=0)
+        power = stats.proportion(sum(all(r) for r in results), len(results))
+        at = stats.proportion(sum(any(r) for r in results), len(results))
+        churn = stats.proportion(sum(churned(r) for r in results), len(results)) if trials > 1 else None
+        rows.append({"system_id": system_id, "emulated": bool(group[0].get("emulated")), "family": family,
+                     "scenarios": len(group), "complete": len(results), "trials": trials,
+                     "pass_power_k": power.model_dump(), "pass_at_k": at.model_dump(),
+                     "churn": churn.model_dump() if churn is not None else None})
+    return rows
+
+
+def family_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The family summary as markdown table lines."""
+    lines = ["| System | Family | Scenarios | pass^k | pass@k | Churn |", "|---|---|---|---|---|---|"]
+
+    def rate(value: dict[str, Any] | None) -> str:
+        if value is None:
+            return "n/a (one trial)"
+        if not value["n"]:
+            return "—"
+        return f"{value['k']}/{value['n']} = {value['rate']:.2f} [{value['ci']['low']:.2f}, {value['ci']['high']:.2f}]"
+
+    for row in rows:
+        label = row["system_id"] + (" (EMULATED)" if row["emulated"] else "")
+        lines.append(f"| {label} | {row['family']} | {row['complete']}/{row['scenarios']} complete, k={row['trials']} "
+                     f"| {rate(row['pass_power_k'])} | {rate(row['pass_at_k'])} | {rate(row['churn'])} |")
+    return lines
+
+
 def simulation_section(stores: list[Path] | None = None, *, link_from: Path | None = None) -> SimulationSection | None:
     """The section over ``stores`` (default: every simulation store under ``reports/simulations``); bundle links
     are relative to ``link_from`` (the report's folder) when given."""
@@ -139,7 +196,11 @@ def simulation_section(stores: list[Path] | None = None, *, link_from: Path | No
             target = (Path(bundle["path"]) / "trial-report.json").resolve()
             bundle["href"] = os.path.relpath(target, link_from.resolve()) if link_from else target.as_uri()
     frame = pd.DataFrame(rows, columns=COLUMNS)
+    families = family_summary(_cells_of(paths))
     html = Environment(autoescape=True).from_string(_HTML).render(rows=rows)
+    if families:
+        html = html.replace("</section>", Environment(autoescape=True).from_string(_FAMILY_HTML).render(
+            lines=family_lines(families)) + "</section>")
     lines = ["## Multi-turn simulations", "", "| Run | System | Scenario | Passed | pass@k | pass^k | Naturalness | "
              "Caller-heard p50 (ms) |", "|---|---|---|---|---|---|---|---|"]
     for row in rows:
@@ -148,7 +209,39 @@ def simulation_section(stores: list[Path] | None = None, *, link_from: Path | No
         lines.append(f"| {row['run_id']} | {label} | {row['scenario_id']} | {row['passed_trials']}/{row['trials']} | "
                      f"{'yes' if row['pass_at_k'] else 'no'} | {'PASS' if row['pass_power_k'] else 'FAIL'} | "
                      f"{row['naturalness'] if row['naturalness'] is not None else '—'} | {heard} |")
+    if families:
+        lines += ["", "### pass^k and churn per scenario family", "", *family_lines(families)]
     return SimulationSection(frame=frame, html=html, markdown="\n".join(lines) + "\n")
+
+
+_FAMILY_HTML = """<h3>pass^k and churn per scenario family</h3>
+<table>
+{% for line in lines if not line.startswith("|---") %}<tr>{% for cell in line.strip("|").split("|") %}
+{% if loop.first and lines[0] == line %}<th>{{ cell.strip() }}</th>{% else %}<td>{{ cell.strip() }}</td>{% endif %}
+{% endfor %}</tr>
+{% endfor %}</table>
+"""
+
+
+def _cells_of(paths: list[Path]) -> list[dict[str, Any]]:
+    """Run-report-shaped cells (system, scenario, each trial's verdict) of the newest run of each store."""
+    cells: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for path in paths:
+        if not Path(path).exists():
+            continue
+        store = Store(Path(path))
+        try:
+            runs = [r for r in store.list_runs() if r.config.get("kind") == "simulation"]
+            reports = _trial_reports(store, Path(path), runs[-1].run_id) if runs else []
+            emulated = {s.id: s.mode == "emulated" for s in runs[-1].systems} if runs else {}
+        finally:
+            store.close()
+        for report in reports:
+            key = (str(path), report["system_id"], report["cell_id"])
+            cell = cells.setdefault(key, {"system_id": report["system_id"], "scenario_id": report["scenario_id"],
+                                          "emulated": emulated.get(report["system_id"], False), "trials": []})
+            cell["trials"].append({"passed": report["passed"], "execution_status": report["execution_status"]})
+    return list(cells.values())
 
 
 def add_to_report(html_path: Path, markdown_path: Path | None = None, *,

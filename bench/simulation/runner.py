@@ -48,6 +48,7 @@ from bench.protocol.redact import known_secrets
 from bench.simulation import bundle as files
 from bench.simulation import costs
 from bench.simulation.imports import search_path
+from bench.simulation.report import family_summary
 from bench.simulation.suite import Suite, input_mode_for, sanitized
 from bench.simulation.trial import (
     BUNDLE_KIND,
@@ -470,6 +471,7 @@ class SimulationRun:
             "artifact_bundle_path_recorded": bool(bundles) and all(bool(b) for b in bundles),
             "artifact_bundle_paths": bundles,
             "cells": cells,
+            "families": family_summary(cells),
             "cost": {"cap_usd": self.options.max_cost_usd if self.options.max_cost_usd is not None
                      else self.run.cost.max_usd,
                      "estimate_usd": round(sum(float(r.get("cost", {}).get("estimate_usd") or 0) for r in all_reports),

@@ -44,6 +44,7 @@ from bench.simulation.config import (
     load_script,
     slugify,
 )
+from bench.simulation.hospital import library
 from bench.simulation.imports import load_custom, search_path
 from bench.simulation.speech import elevenlabs_problems, voice_for
 
@@ -75,6 +76,9 @@ class Cell:
     environment_file: Path | None
     #: fixed when the suite is loaded (``fix_id``), so a worker process computes no other id
     fixed_id: str | None = None
+    #: a library scenario's caller (``bench.simulation.hospital.library.CallerSpec``): it answers by topic instead
+    #: of following a script
+    caller: Any = None
 
     @property
     def id(self) -> str:
@@ -90,6 +94,8 @@ class Cell:
 
     @property
     def barge_in(self) -> bool:
+        if self.caller is not None:
+            return self.caller.interrupt is not None
         return bool(self.script and any(t.interrupt_at_ms is not None for t in self.script.turns))
 
 
@@ -195,10 +201,15 @@ def _load_all(run_path: Path, run: RunFile, problems: list[Problem]) -> tuple[li
             problems.append(Problem(str(path), "-", "-", str(exc)))
         return None
 
+    audio: dict[str, bytes] = {}
     scenarios: list[tuple[Scenario, Path]] = []
+    library_cells: list[Cell] = []
     for key in ("scenario_path", "evals_path"):
         for relative in as_list(getattr(run, key)):
             path = _resolve(base, relative)
+            if library.is_library_path(path):  # the scenario library: each entry is a whole cell
+                library_cells += attempt(lambda p: library.cells_for(p, audio), path) or []
+                continue
             loaded = attempt(load_scenarios, path)
             scenarios += [(s, path) for s in loaded or []]
     personas: list[tuple[Persona | None, Path | None]] = []
@@ -214,7 +225,6 @@ def _load_all(run_path: Path, run: RunFile, problems: list[Problem]) -> tuple[li
         if data is not None:
             data_sets.append((data, slugify(path.stem), path))
     environments: list[tuple[Environment | None, str, Path | None]] = []
-    audio: dict[str, bytes] = {}
     for relative in as_list(run.environment_path):
         path = _resolve(base, relative)
         environment = attempt(load_environment, path)
@@ -255,6 +265,7 @@ def _load_all(run_path: Path, run: RunFile, problems: list[Problem]) -> tuple[li
                                       data_name=data_name, data_file=data_file, script=script,
                                       script_file=script_file, environment=environment,
                                       environment_name=environment_name, environment_file=environment_file))
+    cells += library_cells
     # the people the data names are removed wherever they appear (store, bundles, judges)
     register_data([{"persona": c.persona, "data": c.data, "scenario": c.scenario} for c in cells])
     for cell in cells:
@@ -310,7 +321,7 @@ def _check_personas(run_path: Path, run: RunFile, cells: list[Cell], problems: l
                 needs_model = True
             if any(s.success_criteria for s in scenario.steps) or scenario.expectations:
                 needs_judge = True
-        elif run.persona_mode == "scripted" and cell.script is None:
+        elif run.persona_mode == "scripted" and cell.script is None and cell.caller is None:
             problems.append(Problem(str(cell.scenario_file), scenario.id, "script_path",
                                     "a scripted persona needs a script (run file script_path or the scenario's)"))
     if needs_model and run.persona_provider not in run.providers:

@@ -214,6 +214,10 @@ class TrialRunner:
     # -- the plan -----------------------------------------------------------------------------------------------
     def _caller_factory(self, cell: Cell):  # noqa: ANN202
         run = self.run
+        if cell.caller is not None:  # a library scenario: the caller answers the topic the agent asks about
+            from bench.simulation.hospital.caller import TopicCaller
+
+            return lambda: TopicCaller(cell.caller)
         if run.persona_mode == "realtime" and not cell.scenario.steps:  # its own model session per conversation
             from bench.simulation import realtime_persona
 
@@ -305,7 +309,7 @@ class TrialRunner:
             outcome.failure_reason = redact(f"unexpected {type(exc).__name__}: {exc}")
         outcome.attempts = attempts
         if outcome.attempt is not None:
-            await self._score(outcome)
+            await self._score(outcome, driver.plan.tool_backend)
         outcome.finished_at = now_iso()
         outcome.model_calls = sum(t.line.model_calls for t in (outcome.attempt.turns if outcome.attempt else [])
                                   if t.line is not None)
@@ -322,7 +326,7 @@ class TrialRunner:
             await asyncio.to_thread(write_bundle, outcome.bundle_dir, bundle)
         return record, artifacts
 
-    async def _score(self, outcome: TrialOutcome) -> None:
+    async def _score(self, outcome: TrialOutcome, tool_backend: ToolBackend | None = None) -> None:
         from bench.simulation import judges, naturalness
 
         attempt = outcome.attempt
@@ -336,7 +340,9 @@ class TrialRunner:
                    "system_id": outcome.unit.system_id, "scenario_id": cell.scenario.id,
                    "trial": outcome.unit.trial + 1, "exit_reason": attempt.exit_reason,
                    "transcript": files.transcript(attempt.turns, attempt.origin),
-                   "tool_calls": files.tool_calls(attempt.turns)}
+                   "tool_calls": files.tool_calls(attempt.turns),
+                   # the backend that answered this trial's tool calls (a probe reads its database)
+                   "tool_backend": tool_backend, "language": cell.scenario.language}
         outcome.outcome = await run_probe(cell.scenario, context, self.search_dirs)
         outcome.verdicts = deterministic_verdicts(cell.scenario, agent_texts=agent_texts,
                                                   exit_reason=attempt.exit_reason, outcome=outcome.outcome)

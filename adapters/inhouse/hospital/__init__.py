@@ -1,0 +1,1 @@
+"""The in-house hospital desk (see ``desk``)."""
