@@ -178,9 +178,11 @@ class SipStack:
         media.noVad = True
         media.ecTailLen = 0
         media.sndUseSwClock = True
-        media.jbMinPre = self.media.jitter_min_prefetch_ms // FRAME_MS
-        media.jbInit = self.media.jitter_min_prefetch_ms // FRAME_MS
-        media.jbMax = self.media.jitter_max_ms // FRAME_MS
+        # PJSUA takes the jitter buffer's sizes in milliseconds
+        media.jbInit = self.media.jitter_min_prefetch_ms
+        media.jbMinPre = self.media.jitter_min_prefetch_ms
+        media.jbMaxPre = max(self.media.jitter_min_prefetch_ms, self.media.jitter_max_ms * 4 // 5)
+        media.jbMax = self.media.jitter_max_ms
         media.threadCnt = 1
         endpoint.libInit(config)
         transport = pj.TransportConfig()

@@ -1,0 +1,190 @@
+"""Latency the phone paths add: the same questions over WebSocket audio, a Twilio Media Stream and a SIP call, against
+the same EMULATED agent profile, on the path ``voice-bench run --input audio`` takes.
+
+Three systems, one per path, each against its own emulator (in its own process) with one profile — first-token
+jitter and faults off, the same VAD endpointing and response delay, answers capped at ``--answer-ms`` of audio:
+
+* ``ws-pcm`` — ``pcm_websocket``: raw PCM16 over a WebSocket (the reference path);
+* ``twilio-stream-phone`` — ``twilio_stream``: μ-law 8 kHz in Twilio Media Streams JSON over a WebSocket;
+* ``sip-phone`` — ``sip``: a SIP call through a local Kamailio proxy, G.711 over RTP, PJSIP's jitter buffer.
+
+Each path runs alone (``run_benchmark``, concurrency 1, one trial) over the same ``--limit`` golden entries. Every
+one of these emulators starts its answer's first audio ``vad.endpointing_silence_ms + vad.response_delay_ms`` after
+the caller's speech ended (its VAD's decision, then the response delay; ``starting_now`` drops the first-token
+delay), so that sum is the configured onset. Printed per path: caller-heard latency (the run's own measurement: VAD
+on the recorded tracks, from the end of the caller's speech) p50/p95, the error against the onset (the harness's
+and the path's contribution together), and the latency the path adds over ``ws-pcm`` on the same entries (paired
+differences, p50/p95). Target: the harness's own contribution (the WebSocket path's error) ≤ 10 ms p50 on
+loopback; a phone path's added latency is what its transport costs (a jitter buffer and 20 ms packets each way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.perf.emulated_latency import _load_text
+from bench.perf.timing import _busy_cpu_s, _percentile
+
+TARGET_P50_MS = 10.0
+REFERENCE = "ws-pcm"
+#: (system id, adapter, the phone row's report label; the WebSocket row keeps the default ``emulator profile``)
+PATHS: tuple[tuple[str, str, str | None], ...] = (
+    (REFERENCE, "pcm_websocket", None),
+    ("twilio-stream-phone", "twilio_stream", "phone (Twilio Media Streams), emulator profile"),
+    ("sip-phone", "sip", "phone (SIP, RTP G.711), emulator profile"),
+)
+
+
+def profile(answer_ms: int, endpointing_ms: float, response_delay_ms: float) -> dict[str, Any]:
+    """The one emulator profile every path runs against."""
+    return {
+        "latency": {"first_token_median_ms": 500, "first_token_sigma": 0, "first_audio_extra_ms": 250,
+                    "audio_chunk_ms": 20, "audio_pacing": 0.5},
+        "vad": {"endpointing_silence_ms": endpointing_ms, "response_delay_ms": response_delay_ms,
+                "barge_in_reaction_ms": 200},
+        "faults": {"rate": 0},
+        "max_audio_ms": answer_ms,
+    }
+
+
+def systems(selected: list[str], emulator: dict[str, Any]) -> list[Any]:
+    from bench.config import RetryPolicy, SystemConfig
+
+    return [SystemConfig(id=system_id, adapter=adapter, mode="emulated", concurrency=1, timeout_s=60,
+                         retry=RetryPolicy(max_attempts=1),
+                         options={**({"latency_basis": label} if label else {}), "emulator": dict(emulator)})
+            for system_id, adapter, label in PATHS if system_id in selected]
+
+
+def sip_unavailable() -> str | None:
+    from adapters._kit.options import module_installed
+    from adapters.emulators.sip_agent.proxy import kamailio_binary, modules_dir
+
+    if not module_installed("pjsua2"):
+        return "pjsua2 is not installed (pip install 'voice-agent-bench[sip]')"
+    if kamailio_binary() is None or modules_dir() is None:
+        return "Kamailio is not installed (apt-get install kamailio)"
+    return None
+
+
+async def run_path(config: Any, system: Any, golden: Any, store: Any) -> tuple[str, float, float]:
+    """One path alone: (run id, wall seconds, CPU share of other processes in %)."""
+    from bench.engine.scheduler import run_benchmark
+
+    alone = config.model_copy(update={"systems": [system]})
+    started, own, busy = time.monotonic(), time.process_time(), _busy_cpu_s()
+    outcome = await run_benchmark(alone, golden, store, progress=False, input_mode="audio")
+    wall = time.monotonic() - started
+    other = 100 * max(0.0, (_busy_cpu_s() - busy) - (time.process_time() - own)) / wall
+    return outcome.run_id, wall, other
+
+
+def heard_by_entry(store: Any, run_id: str, system_id: str) -> tuple[dict[str, float], int]:
+    """Caller-heard latency per entry of the succeeded, measured turns, and how many turns were not."""
+    turns = store.turns(run_id, system_id)
+    heard = {t.entry_id: t.caller_heard_ms for t in turns if t.status == "succeeded" and t.caller_heard_ms is not None}
+    return heard, len(turns) - len(heard)
+
+
+def summarize(measured: dict[str, tuple[dict[str, float], int]], onset_ms: float) -> list[dict[str, Any]]:
+    reference = measured.get(REFERENCE, ({}, 0))[0]
+    rows = []
+    for system_id, (heard, missing) in measured.items():
+        values = list(heard.values())
+        errors = [h - onset_ms for h in values]
+        added = [heard[entry] - reference[entry] for entry in heard if entry in reference]
+        rows.append({
+            "system": system_id, "n": len(values), "missing": missing,
+            "heard_p50_ms": _percentile(values, 50), "heard_p95_ms": _percentile(values, 95),
+            "error_p50_ms": _percentile(errors, 50), "error_p95_ms": _percentile(errors, 95),
+            "added_p50_ms": _percentile(added, 50) if system_id != REFERENCE else 0.0,
+            "added_p95_ms": _percentile(added, 95) if system_id != REFERENCE else 0.0,
+            "paired": len(added),
+        })
+    return rows
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    header = (f"{'path':<20} {'n':>3} {'miss':>4} | {'heard p50':>9} {'p95':>7} | {'error p50':>9} {'p95':>7} | "
+              f"{'added p50':>9} {'p95':>7} (paired n)")
+    lines = [header, "-" * len(header)]
+    for r in rows:
+        lines.append(f"{r['system']:<20} {r['n']:>3} {r['missing']:>4} | {r['heard_p50_ms']:>9.1f} "
+                     f"{r['heard_p95_ms']:>7.1f} | {r['error_p50_ms']:>9.1f} {r['error_p95_ms']:>7.1f} | "
+                     f"{r['added_p50_ms']:>9.1f} {r['added_p95_ms']:>7.1f} ({r['paired']})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench-phone-path", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=20, help="golden entries (evenly spread; default 20)")
+    parser.add_argument("--paths", default=",".join(p[0] for p in PATHS), help="comma-separated path ids")
+    parser.add_argument("--answer-ms", type=int, default=1500, help="cap on each answer's audio (ms)")
+    parser.add_argument("--endpointing-ms", type=float, default=400.0)
+    parser.add_argument("--response-delay-ms", type=float, default=300.0)
+    parser.add_argument("--json", dest="json_path", help="also write the figures as JSON here")
+    args = parser.parse_args(argv)
+
+    from bench.cli import sample_entries
+    from bench.config import DEFAULT_CONFIG, load_config
+    from bench.dataset import validate_files
+    from bench.engine.clock import quiet_gc
+    from bench.errors import BenchError
+    from bench.store import Store
+
+    selected = [p.strip() for p in args.paths.split(",") if p.strip()]
+    unknown = set(selected) - {p[0] for p in PATHS}
+    if unknown:
+        sys.stderr.write(f"bench-phone-path: --paths: unknown {sorted(unknown)}; known: {[p[0] for p in PATHS]}\n")
+        return 2
+    if "sip-phone" in selected and (why := sip_unavailable()):
+        sys.stderr.write(f"bench-phone-path: the SIP path cannot run: {why}\n")
+        return 2
+    emulator = profile(args.answer_ms, args.endpointing_ms, args.response_delay_ms)
+    onset = args.endpointing_ms + args.response_delay_ms
+    try:
+        base = load_config(DEFAULT_CONFIG)
+        chosen = systems(selected, emulator)
+        config = base.model_copy(update={"systems": chosen, "limit": args.limit, "trials": 1})
+        golden = sample_entries(validate_files([config.resolve(config.dataset)])[0], args.limit)
+    except BenchError as exc:
+        sys.stderr.write(f"bench-phone-path: {exc}\n")
+        return exc.exit_code
+    print(f"EMULATED phone paths: {len(golden.entries)} questions per path, each path alone at concurrency 1; "
+          f"configured onset {onset:g} ms ({args.endpointing_ms:g} endpointing + {args.response_delay_ms:g} response "
+          f"delay); answers capped at {args.answer_ms} ms\nmachine before: {_load_text()}", flush=True)
+    quiet_gc()
+    measured: dict[str, tuple[dict[str, float], int]] = {}
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="bench-phone-path-") as scratch:
+        store = Store(Path(scratch) / "store.sqlite")
+        try:
+            for system in chosen:
+                run_id, wall, other = asyncio.run(run_path(config, system, golden, store))
+                measured[system.id] = heard_by_entry(store, run_id, system.id)
+                runs.append({"system": system.id, "wall_s": wall, "other_cpu_pct": other, "load": _load_text()})
+                print(f"  {system.id}: {wall:.0f} s; other processes {other:.0f}% of a core; machine {_load_text()}",
+                      flush=True)
+        finally:
+            store.close()
+    rows = summarize(measured, onset)
+    print()
+    print(render(rows))
+    reference = next((r for r in rows if r["system"] == REFERENCE), None)
+    harness_ok = reference is not None and reference["n"] and abs(reference["error_p50_ms"]) <= TARGET_P50_MS
+    print(f"\nheard = caller-heard latency (VAD on the recorded tracks, from the end of the caller's speech); error = "
+          f"heard - configured onset ({onset:g} ms); added = heard on the path - heard over {REFERENCE} for the same "
+          f"question (ms)\ntarget: the harness's own contribution ({REFERENCE} error) |p50| <= {TARGET_P50_MS:g} ms: "
+          + ("met" if harness_ok else "NOT met" if reference is not None else "not measured (ws-pcm not run)"))
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps({"onset_ms": onset, "runs": runs, "rows": rows}, indent=2,
+                                                   default=lambda v: None if v != v else v))
+    return 0 if all(r["n"] for r in rows) else 4
