@@ -17,6 +17,9 @@
 * ``quiet_end_ms`` (default 600) — a response ends after this much silence on the line; ``silence_threshold`` —
   the peak sample level counted as silence.
 * ``jitter_min_prefetch_ms`` (default 20) — the jitter buffer's floor on the caller's side.
+* ``rtp_loss_pct`` (default 0) — drop this share of the RTP packets the harness sends and receives (PJSIP's own
+  loss simulation, concealed by its PLC): an impairment of the line itself, on top of any ``--impairment`` profile
+  the engine applies to the caller's audio before it enters the call. It applies to every SIP call of the process.
 * ``connect_timeout_s`` (default 15) — the INVITE must be answered by then.
 * ``latency_basis`` — the report's label for what the row's latency measures (read by the harness).
 
@@ -65,6 +68,7 @@ class SipOptions(BaseModel):
     quiet_end_ms: float = Field(default=600.0, ge=20)
     silence_threshold: int = Field(default=256, ge=0, le=32767)
     jitter_min_prefetch_ms: int = Field(default=20, ge=0, le=1000)
+    rtp_loss_pct: int = Field(default=0, ge=0, le=50)
     connect_timeout_s: float = Field(default=15.0, gt=0)
     latency_basis: str | None = Field(default=None, description="what this row's latency measures, as the report "
                                       "shows it (read by the harness, not by the adapter)")
@@ -164,7 +168,8 @@ class SipSystem:
                 try:
                     require_pjsua2()
                     media = MediaSettings(codecs=tuple(self.options.codecs),
-                                          jitter_min_prefetch_ms=self.options.jitter_min_prefetch_ms)
+                                          jitter_min_prefetch_ms=self.options.jitter_min_prefetch_ms,
+                                          rtp_loss_pct=self.options.rtp_loss_pct)
                     self._stack = await asyncio.to_thread(SipStack.shared, self.bind_host, media)
                 except SipStackUnavailable as exc:
                     raise AdapterError(f"system {self.system_id!r}: {exc}", code=ErrorCode.INTERNAL,

@@ -57,11 +57,16 @@ def require_pjsua2() -> Any:
 
 @dataclass(frozen=True)
 class MediaSettings:
-    """Jitter buffer (ms) and codec order of the process's SIP stack."""
+    """Jitter buffer (ms), codec order and RTP packet loss of the process's SIP stack.
+
+    ``rtp_loss_pct`` drops that share of the RTP packets the stack sends and of those it receives, at random
+    (PJSIP's own ``txDropPct`` / ``rxDropPct``): real loss on the line, concealed by PJSIP's packet-loss concealment
+    and jitter buffer, in both directions of every call of the process."""
 
     codecs: tuple[str, ...] = ("PCMU", "PCMA")
     jitter_min_prefetch_ms: int = 20
     jitter_max_ms: int = 200
+    rtp_loss_pct: int = 0
 
 
 class SipStack:
@@ -184,6 +189,8 @@ class SipStack:
         media.jbMaxPre = max(self.media.jitter_min_prefetch_ms, self.media.jitter_max_ms * 4 // 5)
         media.jbMax = self.media.jitter_max_ms
         media.threadCnt = 1
+        media.txDropPct = self.media.rtp_loss_pct
+        media.rxDropPct = self.media.rtp_loss_pct
         endpoint.libInit(config)
         transport = pj.TransportConfig()
         transport.boundAddress = self.host
