@@ -16,6 +16,13 @@ on the recorded tracks, from the end of the caller's speech) p50/p95, the error 
 and the path's contribution together), and the latency the path adds over ``ws-pcm`` on the same entries (paired
 differences, p50/p95). Target: the harness's own contribution (the WebSocket path's error) ≤ 10 ms p50 on
 loopback; a phone path's added latency is what its transport costs (a jitter buffer and 20 ms packets each way).
+
+Turn-taking on the same paths: a second run per path (``--barge-in-limit`` entries) in which the caller barges in
+``--barge-in-at-ms`` into each answer prints the stop time measured from the agent's own audio as heard (the agent's
+configured reaction is ``vad.barge_in_reaction_ms``); and per phone path one call presses ``--dtmf-keys`` one by one
+and prints the time from each key to the first voiced audio of the agent's answer as heard (the emulated agent
+answers a key at once, so this is the key's trip — a Twilio ``dtmf`` message or RFC 4733 events — plus the
+answer's).
 """
 
 from __future__ import annotations
@@ -74,13 +81,15 @@ def sip_unavailable() -> str | None:
     return None
 
 
-async def run_path(config: Any, system: Any, golden: Any, store: Any) -> tuple[str, float, float]:
+async def run_path(config: Any, system: Any, golden: Any, store: Any,
+                   barge_in_at_ms: float | None = None) -> tuple[str, float, float]:
     """One path alone: (run id, wall seconds, CPU share of other processes in %)."""
     from bench.engine.scheduler import run_benchmark
 
     alone = config.model_copy(update={"systems": [system]})
     started, own, busy = time.monotonic(), time.process_time(), _busy_cpu_s()
-    outcome = await run_benchmark(alone, golden, store, progress=False, input_mode="audio")
+    outcome = await run_benchmark(alone, golden, store, progress=False, input_mode="audio",
+                                  barge_in_at_ms=barge_in_at_ms)
     wall = time.monotonic() - started
     other = 100 * max(0.0, (_busy_cpu_s() - busy) - (time.process_time() - own)) / wall
     return outcome.run_id, wall, other
@@ -91,6 +100,56 @@ def heard_by_entry(store: Any, run_id: str, system_id: str) -> tuple[dict[str, f
     turns = store.turns(run_id, system_id)
     heard = {t.entry_id: t.caller_heard_ms for t in turns if t.status == "succeeded" and t.caller_heard_ms is not None}
     return heard, len(turns) - len(heard)
+
+
+def barge_in_stops(store: Any, run_id: str, system_id: str) -> tuple[list[float], int]:
+    """Stop times (ms, from the agent's own audio) of the barge-ins the agent stopped for, and how many it did not."""
+    turns = [t for t in store.turns(run_id, system_id) if t.status == "succeeded" and t.barge_in_offset_ms is not None]
+    stops = [t.barge_in_stop_ms for t in turns if t.barge_in_stopped and t.barge_in_stop_ms is not None]
+    return stops, len(turns) - len(stops)
+
+
+async def dtmf_latencies(system: Any, keys: str) -> list[float]:
+    """Per key: ms from ``send_dtmf`` to the first voiced audio of the agent's answer, as the harness hears it."""
+    from bench.audio.pcm import is_silent
+    from bench.engine.clock import EventTap, now
+    from bench.engine.conversation import hang_up
+    from bench.engine.launch import launch
+    from bench.engine.registry import create_adapter
+    from bench.protocol import AudioDelta, ResponseDone
+
+    launched = await launch(system, create_adapter(system))
+    await launched.start()
+    latencies = []
+    try:
+        spec = await launched.session_spec(run_id="bench-phone-path", conversation_id="dtmf", attempt=0,
+                                           language="en", input_mode="audio", context=[], idle_timeout_s=15.0,
+                                           tools=[])
+        session = await launched.adapter.open_session(spec)
+        tap = EventTap(session.events()).start()
+        await asyncio.sleep(0.5)  # the line settles (media flowing both ways)
+        for key in keys:
+            sent = now()
+            await session.send_dtmf(key)
+            first: float | None = None
+            async with asyncio.timeout(30):
+                while True:
+                    item = await tap.next()
+                    if item is None:
+                        raise RuntimeError(f"{system.id}: the session ended while a key was answered")
+                    event = item.event
+                    if (first is None and isinstance(event, AudioDelta) and event.response_id is not None
+                            and not is_silent(event.pcm16)):
+                        first = item.t
+                    if isinstance(event, ResponseDone):
+                        break
+            if first is not None:
+                latencies.append((first - sent) * 1000.0)
+        await hang_up(session, tap)
+        await launched.release(spec)
+    finally:
+        await launched.close()
+    return latencies
 
 
 def summarize(measured: dict[str, tuple[dict[str, float], int]], onset_ms: float) -> list[dict[str, Any]]:
@@ -130,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--answer-ms", type=int, default=1500, help="cap on each answer's audio (ms)")
     parser.add_argument("--endpointing-ms", type=float, default=400.0)
     parser.add_argument("--response-delay-ms", type=float, default=300.0)
+    parser.add_argument("--barge-in-at-ms", type=float, default=300.0,
+                        help="a second run per path in which the caller barges in this far into each answer (0: none)")
+    parser.add_argument("--barge-in-limit", type=int, default=10, help="golden entries of the barge-in run")
+    parser.add_argument("--dtmf-keys", default="1234567890", help="keys pressed one by one per phone path ('': none)")
     parser.add_argument("--json", dest="json_path", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
 
@@ -163,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
           f"delay); answers capped at {args.answer_ms} ms\nmachine before: {_load_text()}", flush=True)
     quiet_gc()
     measured: dict[str, tuple[dict[str, float], int]] = {}
+    stops: dict[str, tuple[list[float], int]] = {}
+    dtmf: dict[str, list[float]] = {}
     runs = []
+    barge_golden = sample_entries(golden, args.barge_in_limit)
     with tempfile.TemporaryDirectory(prefix="bench-phone-path-") as scratch:
         store = Store(Path(scratch) / "store.sqlite")
         try:
@@ -173,11 +239,29 @@ def main(argv: list[str] | None = None) -> int:
                 runs.append({"system": system.id, "wall_s": wall, "other_cpu_pct": other, "load": _load_text()})
                 print(f"  {system.id}: {wall:.0f} s; other processes {other:.0f}% of a core; machine {_load_text()}",
                       flush=True)
+                if args.barge_in_at_ms:
+                    run_id, wall, _ = asyncio.run(run_path(config, system, barge_golden, store, args.barge_in_at_ms))
+                    stops[system.id] = barge_in_stops(store, run_id, system.id)
+                    print(f"  {system.id} barge-in run: {wall:.0f} s", flush=True)
+                if args.dtmf_keys and system.id != REFERENCE:
+                    dtmf[system.id] = asyncio.run(dtmf_latencies(system, args.dtmf_keys))
         finally:
             store.close()
     rows = summarize(measured, onset)
     print()
     print(render(rows))
+    if stops:
+        reaction = emulator["vad"]["barge_in_reaction_ms"]
+        print(f"\nbarge-in {args.barge_in_at_ms:g} ms into each answer (agent reaction {reaction} ms): stop time from "
+              "the agent's own audio as heard, p50 / p95 (n stopped, did not stop)")
+        for system_id, (values, missed) in stops.items():
+            print(f"  {system_id:<20} {_percentile(values, 50):7.1f} {_percentile(values, 95):7.1f} "
+                  f"(n {len(values)}, did not stop {missed})")
+    if dtmf:
+        print("\nkeypad key -> first voiced audio of the agent's answer as heard, p50 / p95 (the agent answers a key "
+              "at once: this is the key's trip plus the answer's)")
+        for system_id, values in dtmf.items():
+            print(f"  {system_id:<20} {_percentile(values, 50):7.1f} {_percentile(values, 95):7.1f} (n {len(values)})")
     reference = next((r for r in rows if r["system"] == REFERENCE), None)
     harness_ok = reference is not None and reference["n"] and abs(reference["error_p50_ms"]) <= TARGET_P50_MS
     print(f"\nheard = caller-heard latency (VAD on the recorded tracks, from the end of the caller's speech); error = "
@@ -185,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
           f"question (ms)\ntarget: the harness's own contribution ({REFERENCE} error) |p50| <= {TARGET_P50_MS:g} ms: "
           + ("met" if harness_ok else "NOT met" if reference is not None else "not measured (ws-pcm not run)"))
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps({"onset_ms": onset, "runs": runs, "rows": rows}, indent=2,
+        Path(args.json_path).write_text(json.dumps({"onset_ms": onset, "runs": runs, "rows": rows,
+                                                    "barge_in_stop_ms": {k: v[0] for k, v in stops.items()},
+                                                    "dtmf_ms": dtmf}, indent=2,
                                                    default=lambda v: None if v != v else v))
     return 0 if all(r["n"] for r in rows) else 4

@@ -9,19 +9,23 @@ the next frame to send and gives it the frame just received, on the media thread
 
 Media settings are a phone line's: 8 kHz bridge, 20 ms packets, G.711 only (PCMU first, PCMA second; every other
 codec disabled), no silence suppression (RTP flows continuously, as on a trunk), no echo canceller, a small
-adaptive jitter buffer. RTP and SIP bind to the given host (``127.0.0.1`` offline).
+adaptive jitter buffer. RTP and SIP bind to the given host (``127.0.0.1`` offline). PJSIP logs nothing unless
+``VOICE_BENCH_PJSIP_LOG`` names a level (1-6).
 """
 
 from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import contextlib
 import os
 import queue
+import sys
+import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -165,13 +169,14 @@ class SipStack:
 
     def _create(self) -> None:
         endpoint = pj.Endpoint()
-        endpoint.libCreate()
+        verbose = int(os.environ.get("VOICE_BENCH_PJSIP_LOG", "0"))
+        with _quiet_stderr(enabled=not verbose):  # pjlib logs its start-up before the log level can be set
+            endpoint.libCreate()
         config = pj.EpConfig()
         config.uaConfig.threadCnt = 0  # events are polled by this thread only
         config.uaConfig.mainThreadOnly = False
         config.uaConfig.userAgent = "voice-agent-bench"
         config.uaConfig.maxCalls = MAX_CALLS
-        verbose = int(os.environ.get("VOICE_BENCH_PJSIP_LOG", "0"))
         config.logConfig.level = verbose
         config.logConfig.consoleLevel = verbose
         media = config.medConfig
@@ -213,6 +218,27 @@ class SipStack:
             return
         self._commands.put(None)
         self._thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def _quiet_stderr(*, enabled: bool) -> Iterator[None]:
+    """File descriptor 2 into a scratch file for the block (re-emitted when the block fails)."""
+    if not enabled:
+        yield
+        return
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            scratch.seek(0)
+            sys.stderr.write(scratch.read().decode(errors="replace"))
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def _port_base() -> type:
