@@ -3,11 +3,15 @@
 ``KamailioProxy.start(agent_port)`` writes a configuration into a temporary directory — listen on one UDP port of
 127.0.0.1, record-route, relay every new dialog to the agent on ``127.0.0.1:<agent_port>`` statefully (``tm``),
 route in-dialog requests by their Route set — and runs ``kamailio -DD -E`` (no daemon: the PID it returns is the
-proxy's main process) until ``stop()``, which sends SIGTERM to that PID, then SIGKILL after a grace period.
+proxy's main process) until ``stop()``, which sends SIGTERM to that PID, then SIGKILL after a grace period. Should
+the process that started it die without stopping it, Kamailio gets SIGTERM from the kernel (``PR_SET_PDEATHSIG``;
+call ``start`` on the main thread, whose end is the process's), and an ``atexit`` hook stops it at a normal exit.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import shutil
 import signal
@@ -126,10 +130,14 @@ class KamailioProxy:
             process = subprocess.Popen(
                 [binary, "-f", str(config), "-DD", "-E", "-Y", workdir.name, "-w", workdir.name, "-m", "32",
                  "-M", "8"],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=_terminate_with_parent)
             log.close()
             proxy = cls(process, port, workdir)
             if proxy._wait_listening():
+                # Kamailio runs in its own session (a signal to the emulator's group does not reach it): stop it
+                # with this process at the latest
+                atexit.register(proxy.stop)
                 return proxy
             proxy.stop(remove=False)
             last_error = Path(workdir.name, "kamailio.log").read_text(errors="replace")[-1500:]
@@ -148,6 +156,7 @@ class KamailioProxy:
 
     def stop(self, *, remove: bool = True) -> None:
         """SIGTERM to the proxy's main process (its children follow), SIGKILL to its process group after a grace."""
+        atexit.unregister(self.stop)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -156,7 +165,18 @@ class KamailioProxy:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=STOP_GRACE_S)
         if remove:
-            self._workdir.cleanup()
+            with contextlib.suppress(OSError):
+                self._workdir.cleanup()
+
+
+def _terminate_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the thread that started it ends, i.e. when the emulator's
+    process dies however it dies (``start`` is called on the process's main thread); Kamailio then stops its own
+    children."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _udp_port_bound(port: int) -> bool:

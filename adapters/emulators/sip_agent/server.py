@@ -45,7 +45,7 @@ from adapters.emulators.evaluator.common import (
 from adapters.emulators.sip_agent.proxy import KamailioProxy
 from adapters.phone.sip.line import Account, CallEnd, Line, LineListener
 from adapters.phone.sip.stack import SAMPLE_RATE as LINE_RATE
-from adapters.phone.sip.stack import SipStack
+from adapters.phone.sip.stack import MediaSettings, SipStack
 from bench.protocol import AudioConverter, AudioFormat
 
 #: the agent's identity; calls reach it whatever user part they dial (the conversation token)
@@ -60,6 +60,8 @@ class SipAgentOptions(BaseModel):
     max_audio_ms: int | None = Field(default=None, ge=0, description="cap on the spoken answer's audio length")
     answer_dtmf: bool = Field(default=True, description="answer a keypad key like an utterance")
     knowledge: list[str] = Field(default_factory=list, description="passages the agent answers from")
+    jitter_min_prefetch_ms: int = Field(default=20, ge=0, le=1000,
+                                        description="the agent's jitter buffer floor (its process's SIP stack)")
 
 
 class AgentCall(LineListener):
@@ -187,10 +189,12 @@ class SipAgentEmulator(EvaluatorEmulator):
         super().__init__({"sip": f"sip://127.0.0.1:{proxy.port}"}, context, self._close)
 
     async def _close(self) -> None:
-        for call in list(self.calls.values()):
-            await call.line.hangup()
-        await self.account.close()
-        await asyncio.to_thread(self.proxy.stop)
+        try:
+            for call in list(self.calls.values()):
+                await call.line.hangup()
+            await self.account.close()
+        finally:
+            await asyncio.to_thread(self.proxy.stop)
 
 
 async def start(settings: EmulatorSettings, *, control: ControlPlane, answerer: Answerer,
@@ -199,7 +203,10 @@ async def start(settings: EmulatorSettings, *, control: ControlPlane, answerer: 
     own = SipAgentOptions.model_validate(options)
     context = EmulatorContext(settings=settings, control=control, answerer=answerer)
     loop = asyncio.get_running_loop()
-    stack = await asyncio.to_thread(SipStack.shared, "127.0.0.1")
+    # in its own process the agent's stack is its own; on the caller's event loop (contract tests) it shares the
+    # harness's stack, whose media settings the first user chose
+    media = None if SipStack.running() else MediaSettings(jitter_min_prefetch_ms=own.jitter_min_prefetch_ms)
+    stack = await asyncio.to_thread(SipStack.shared, "127.0.0.1", media)
     calls: dict[int, AgentCall] = {}
 
     def incoming(call_id: int) -> bool:  # on the stack's thread
@@ -221,5 +228,5 @@ async def start(settings: EmulatorSettings, *, control: ControlPlane, answerer: 
 
     account = await Account.create(stack, f"sip:{AGENT_USER}@127.0.0.1:{stack.port}", on_incoming=incoming,
                                    default=True)
-    proxy = await asyncio.to_thread(KamailioProxy.start, stack.port)
+    proxy = KamailioProxy.start(stack.port)  # on this (main) thread: Kamailio is told to end when it ends
     return SipAgentEmulator(context, proxy, account, calls)

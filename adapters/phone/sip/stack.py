@@ -113,6 +113,11 @@ class SipStack:
                                           f"one pjsua2 endpoint per process cannot also serve {host} with {media}")
             return stack
 
+    @classmethod
+    def running(cls) -> bool:
+        """This process's stack exists already."""
+        return cls._instance is not None
+
     def start(self) -> None:
         self._thread.start()
         self._ready.result(timeout=30)
@@ -170,7 +175,7 @@ class SipStack:
     def _create(self) -> None:
         endpoint = pj.Endpoint()
         verbose = int(os.environ.get("VOICE_BENCH_PJSIP_LOG", "0"))
-        with _quiet_stderr(enabled=not verbose):  # pjlib logs its start-up before the log level can be set
+        with _quiet_output(enabled=not verbose):  # pjlib logs its start-up before the log level can be set
             endpoint.libCreate()
         config = pj.EpConfig()
         config.uaConfig.threadCnt = 0  # events are polled by this thread only
@@ -221,24 +226,31 @@ class SipStack:
 
 
 @contextlib.contextmanager
-def _quiet_stderr(*, enabled: bool) -> Iterator[None]:
-    """File descriptor 2 into a scratch file for the block (re-emitted when the block fails)."""
+def _quiet_output(*, enabled: bool) -> Iterator[None]:
+    """File descriptors 1 and 2 (pjlib's console log writes to stdout) into a scratch file for the block; its
+    content goes to stderr when the block fails."""
     if not enabled:
         yield
         return
-    saved = os.dup(2)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
     with tempfile.TemporaryFile() as scratch:
+        os.dup2(scratch.fileno(), 1)
         os.dup2(scratch.fileno(), 2)
+        failed = False
         try:
             yield
         except BaseException:
-            os.dup2(saved, 2)
-            scratch.seek(0)
-            sys.stderr.write(scratch.read().decode(errors="replace"))
+            failed = True
             raise
         finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+            for fd, copy in zip((1, 2), saved, strict=True):
+                os.dup2(copy, fd)
+                os.close(copy)
+            if failed:
+                scratch.seek(0)
+                sys.stderr.write(scratch.read().decode(errors="replace"))
 
 
 def _port_base() -> type:
