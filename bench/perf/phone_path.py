@@ -61,13 +61,21 @@ def profile(answer_ms: int, endpointing_ms: float, response_delay_ms: float) -> 
     }
 
 
-def systems(selected: list[str], emulator: dict[str, Any]) -> list[Any]:
+def systems(selected: list[str], emulator: dict[str, Any], sip_jitter_ms: int | None = None) -> list[Any]:
+    """One system per selected path; ``sip_jitter_ms`` sets both SIP ends' jitter buffer floor (default: theirs)."""
     from bench.config import RetryPolicy, SystemConfig
 
-    return [SystemConfig(id=system_id, adapter=adapter, mode="emulated", concurrency=1, timeout_s=60,
-                         retry=RetryPolicy(max_attempts=1),
-                         options={**({"latency_basis": label} if label else {}), "emulator": dict(emulator)})
-            for system_id, adapter, label in PATHS if system_id in selected]
+    chosen = []
+    for system_id, adapter, label in PATHS:
+        if system_id not in selected:
+            continue
+        options: dict[str, Any] = {**({"latency_basis": label} if label else {}), "emulator": dict(emulator)}
+        if adapter == "sip" and sip_jitter_ms is not None:
+            options["jitter_min_prefetch_ms"] = sip_jitter_ms
+            options["emulator"]["jitter_min_prefetch_ms"] = sip_jitter_ms
+        chosen.append(SystemConfig(id=system_id, adapter=adapter, mode="emulated", concurrency=1, timeout_s=60,
+                                   retry=RetryPolicy(max_attempts=1), options=options))
+    return chosen
 
 
 def sip_unavailable() -> str | None:
@@ -193,6 +201,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="a second run per path in which the caller barges in this far into each answer (0: none)")
     parser.add_argument("--barge-in-limit", type=int, default=10, help="golden entries of the barge-in run")
     parser.add_argument("--dtmf-keys", default="1234567890", help="keys pressed one by one per phone path ('': none)")
+    parser.add_argument("--sip-jitter-ms", type=int, default=None,
+                        help="jitter buffer floor of both SIP ends in ms (default: the adapter's and agent's, 20)")
     parser.add_argument("--json", dest="json_path", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
 
@@ -215,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     onset = args.endpointing_ms + args.response_delay_ms
     try:
         base = load_config(DEFAULT_CONFIG)
-        chosen = systems(selected, emulator)
+        chosen = systems(selected, emulator, args.sip_jitter_ms)
         config = base.model_copy(update={"systems": chosen, "limit": args.limit, "trials": 1})
         golden = sample_entries(validate_files([config.resolve(config.dataset)])[0], args.limit)
     except BenchError as exc:

@@ -227,7 +227,7 @@ class SipSystem:
             await line.hangup()
             raise AdapterError(f"the call was not answered within {self.options.connect_timeout_s:g} s",
                                code=ErrorCode.CONNECT)
-        session.emit(SessionReady(vendor_session_id=None))
+        session.emit(SessionReady(vendor_session_id=await line.call_id()))
         return session
 
 

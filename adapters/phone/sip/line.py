@@ -25,6 +25,9 @@ from adapters.phone.sip.stack import PcmPort, SipStack, pj
 
 #: DTMF keys RFC 4733 carries that a phone keypad has
 DTMF_KEYS = "0123456789*#"
+#: RTP ports are drawn from [base, base + range)
+RTP_PORT_BASE = 20000
+RTP_PORT_RANGE = 10000
 
 
 @dataclass(frozen=True)
@@ -253,6 +256,14 @@ class Line:
 
         await asyncio.wrap_future(self.stack.call(send))
 
+    async def call_id(self) -> str | None:
+        """The SIP Call-ID of the call (None once it ended)."""
+
+        def read() -> str | None:
+            return str(self.call.getInfo().callIdString) if self.call is not None else None
+
+        return await asyncio.wrap_future(self.stack.call(read))
+
     def remote_user(self) -> str:
         """The user part of the To URI of an incoming call (who the caller dialled)."""
         info = self.call.getInfo() if self.call is not None else None
@@ -350,6 +361,12 @@ class Account:
             if username is not None and password is not None:
                 config.sipConfig.authCreds.append(pj.AuthCredInfo("digest", "*", username, 0, password))
             config.regConfig.registerOnAdd = False
+            media = config.mediaConfig.transportConfig
+            if stack.host != "0.0.0.0":  # offline: RTP on loopback only, as SIP is
+                media.boundAddress = stack.host
+                media.publicAddress = stack.host
+            # each call's RTP port at random in a range, so several processes' stacks do not race for the same port
+            media.port, media.portRange, media.randomizePort = RTP_PORT_BASE, RTP_PORT_RANGE, True
             account.create(config, default)
             owner.account = account
             stack.keep.add(account)

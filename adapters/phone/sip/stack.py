@@ -203,8 +203,9 @@ class SipStack:
         media.rxDropPct = self.media.rtp_loss_pct
         endpoint.libInit(config)
         transport = pj.TransportConfig()
-        transport.boundAddress = self.host
-        transport.publicAddress = self.host
+        if self.host != "0.0.0.0":  # bound to every interface, PJSIP finds the address to advertise itself
+            transport.boundAddress = self.host
+            transport.publicAddress = self.host
         transport.port = self.requested_port
         self.transport_id = endpoint.transportCreate(pj.PJSIP_TRANSPORT_UDP, transport)
         endpoint.audDevManager().setNullDev()
