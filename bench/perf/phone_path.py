@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--barge-in-limit", type=int, default=10, help="golden entries of the barge-in run")
     parser.add_argument("--dtmf-keys", default="1234567890", help="keys pressed one by one per phone path ('': none)")
     parser.add_argument("--sip-jitter-ms", type=int, default=None,
-                        help="jitter buffer floor of both SIP ends in ms (default: the adapter's and agent's, 20)")
+                        help="jitter buffer floor of both SIP ends in ms (default: the adapter's and agent's, 0)")
     parser.add_argument("--json", dest="json_path", help="also write the figures as JSON here")
     args = parser.parse_args(argv)
 

@@ -60,7 +60,7 @@ class SipAgentOptions(BaseModel):
     max_audio_ms: int | None = Field(default=None, ge=0, description="cap on the spoken answer's audio length")
     answer_dtmf: bool = Field(default=True, description="answer a keypad key like an utterance")
     knowledge: list[str] = Field(default_factory=list, description="passages the agent answers from")
-    jitter_min_prefetch_ms: int = Field(default=20, ge=0, le=1000,
+    jitter_min_prefetch_ms: int = Field(default=0, ge=0, le=1000,
                                         description="the agent's jitter buffer floor (its process's SIP stack)")
 
 

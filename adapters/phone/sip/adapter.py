@@ -16,7 +16,8 @@
   NAT traversal: live, the host must be reachable by the vendor's media (a public address or a trunk that relays).
 * ``quiet_end_ms`` (default 600) — a response ends after this much silence on the line; ``silence_threshold`` —
   the peak sample level counted as silence.
-* ``jitter_min_prefetch_ms`` (default 20) — the jitter buffer's floor on the caller's side.
+* ``jitter_min_prefetch_ms`` (default 0) — the floor of the caller's adaptive jitter buffer (it grows with the
+  jitter it sees; a 20 ms floor measured ~20 ms more caller-heard latency on loopback).
 * ``rtp_loss_pct`` (default 0) — drop this share of the RTP packets the harness sends and receives (PJSIP's own
   loss simulation, concealed by its PLC): an impairment of the line itself, on top of any ``--impairment`` profile
   the engine applies to the caller's audio before it enters the call. It applies to every SIP call of the process.
@@ -67,7 +68,7 @@ class SipOptions(BaseModel):
     bind_host: str | None = None
     quiet_end_ms: float = Field(default=600.0, ge=20)
     silence_threshold: int = Field(default=256, ge=0, le=32767)
-    jitter_min_prefetch_ms: int = Field(default=20, ge=0, le=1000)
+    jitter_min_prefetch_ms: int = Field(default=0, ge=0, le=1000)
     rtp_loss_pct: int = Field(default=0, ge=0, le=50)
     connect_timeout_s: float = Field(default=15.0, gt=0)
     latency_basis: str | None = Field(default=None, description="what this row's latency measures, as the report "
