@@ -223,7 +223,12 @@ class SipSystem:
             answered.cancel()
             ended.cancel()
         if line.end is not None:
-            raise invite_error(line.end.status, line.end.reason)
+            error = invite_error(line.end.status, line.end.reason)
+            if error.code == ErrorCode.AUTH and self._credentials is None:
+                error = AdapterError(f"{error} — the endpoint asks for digest credentials: set options.username and "
+                                     "options.password (environment references)", code=ErrorCode.AUTH,
+                                     retryable=False)
+            raise error
         if not line.media_ready.is_set():
             await line.hangup()
             raise AdapterError(f"the call was not answered within {self.options.connect_timeout_s:g} s",
