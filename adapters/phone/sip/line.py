@@ -180,8 +180,7 @@ class Line:
     def _pj_media(self, audio: Any) -> None:
         if self.port is not None:
             return
-        port = PcmPort(self._heard)
-        port.create(self.name)
+        port = self.stack.take_port(self._heard)
         audio.startTransmit(port)
         port.startTransmit(audio)
         self.port = port
@@ -191,11 +190,14 @@ class Line:
         self._deliver(self.listener.on_audio, pcm, time.monotonic())
 
     def _release_pj(self) -> None:
-        """The call is over: PJSIP's objects go (on this thread, while the library lives)."""
+        """The call is over: its port goes back to the stack's pool and the call's wrapper is dropped a little
+        later (both on this thread, while the library lives)."""
         call, self.call = self.call, None
         port, self.port = self.port, None
         self.stack.keep.discard(call)
-        self.stack.retire(call, port)
+        self.stack.retire(call)
+        if port is not None:
+            self.stack.return_port(port)
 
     # -- the event loop ----------------------------------------------------------------------------------------
     def _on_confirmed(self) -> None:

@@ -100,6 +100,8 @@ class SipStack:
         #: wrappers of ended calls, dropped one call later on this thread (another thread may still hold a reference
         #: for an instant, and PJSIP objects must be destroyed on a thread it knows)
         self._retired: list[tuple[float, Any]] = []
+        self._all_ports: list[PcmPort] = []
+        self._idle_ports: list[PcmPort] = []
 
     @classmethod
     def shared(cls, host: str, media: MediaSettings | None = None) -> SipStack:
@@ -138,6 +140,26 @@ class SipStack:
         self._commands.put((function, future))
         return future
 
+    def take_port(self, on_frame: Callable[[bytes], None]) -> PcmPort:
+        """A bridge port for a new call (on the stack's thread): an idle one from the pool, else a new one.
+
+        Ports are reused, never destroyed while the library runs: the media thread calls a port on every tick until
+        it is unregistered, and a Python wrapper being deallocated cannot take those calls safely."""
+        port = self._idle_ports.pop() if self._idle_ports else None
+        if port is None:
+            port = PcmPort(_discard)
+            port.create(f"line-{len(self._all_ports)}")
+            self._all_ports.append(port)
+        port.clear()
+        port.on_frame = on_frame
+        return port
+
+    def return_port(self, port: PcmPort) -> None:
+        """A call's port is free again (its call's media are gone, so nothing flows through it)."""
+        port.on_frame = _discard
+        port.clear()
+        self._idle_ports.append(port)
+
     def retire(self, *objects: Any) -> None:
         """Drop ``objects`` on the stack's thread a little later (call from the stack's thread)."""
         now = time.monotonic()
@@ -164,9 +186,7 @@ class SipStack:
                 except queue.Empty:
                     break
                 if item is None:
-                    self._retired.clear()
-                    self.keep.clear()  # calls, ports and accounts go while the library that owns them lives
-                    self.endpoint.libDestroy()
+                    self._shut_down()
                     return
                 function, future = item
                 if not future.set_running_or_notify_cancel():
@@ -175,6 +195,18 @@ class SipStack:
                     future.set_result(function())
                 except BaseException as exc:  # handed to the caller
                     future.set_exception(exc)
+
+    def _shut_down(self) -> None:
+        """Stop the media clock first (no more port callbacks), then drop the wrappers and destroy the library."""
+        with contextlib.suppress(Exception):
+            self.endpoint.hangupAllCalls()
+        with contextlib.suppress(Exception):
+            self.endpoint.audDevManager().setNoDev()
+        self._retired.clear()
+        self.keep.clear()  # calls and accounts go while the library that owns them lives
+        self._idle_ports.clear()
+        self._all_ports.clear()
+        self.endpoint.libDestroy()
 
     def _create(self) -> None:
         endpoint = pj.Endpoint()
@@ -258,6 +290,10 @@ def _quiet_output(*, enabled: bool) -> Iterator[None]:
                 sys.stderr.write(scratch.read().decode(errors="replace"))
 
 
+def _discard(pcm: bytes) -> None:
+    """The listener of an idle port."""
+
+
 def _port_base() -> type:
     return pj.AudioMediaPort if pj is not None else object
 
@@ -309,7 +345,8 @@ class PcmPort(_port_base()):  # type: ignore[misc]
         self.frames_sent += 1
 
     def onFrameReceived(self, frame: Any) -> None:  # noqa: N802 - pjsua2's callback name
+        on_frame = self.on_frame
         if frame.type != pj.PJMEDIA_FRAME_TYPE_AUDIO or frame.size == 0:
-            self.on_frame(SILENCE)
+            on_frame(SILENCE)
             return
-        self.on_frame(bytes(frame.buf))
+        on_frame(bytes(frame.buf))
