@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +36,7 @@ from bench.errors import ConfigError
 from bench.protocol import AdapterError, AudioDelta, ErrorCode, Interrupted, ResponseDone, ToolSpec
 from bench.protocol.redact import SECRET_ENV_VARS
 from tests.fakes.answerer import FakeAnswerer
+from tests.fakes.sip import sip_path_unavailable
 
 CANARY = "canary-SECRET-123456"
 MEMORY = "tests.fakes.orchestrator:MemoryOrchestrator"
@@ -60,6 +62,8 @@ class Case:
     tool_emulator: dict[str, Any] = field(default_factory=dict)
     #: its protocol carries audio only (a phone line): answers are judged by their audio, there is no text to read
     speaks_only: bool = False
+    #: why this machine cannot run the case (packages missing), or None
+    unavailable: Callable[[], str | None] | None = None
 
     @property
     def id(self) -> str:
@@ -83,6 +87,7 @@ CASES = [
     Case("pcm_websocket", vendor_reaction=True),
     Case("http"),
     Case("twilio_stream", vendor_reaction=True, speaks_only=True),
+    Case("sip", vendor_reaction=True, speaks_only=True, unavailable=sip_path_unavailable),
     Case("inhouse", mode="local", options={"orchestrator": MEMORY}, persistence="local"),
     Case("generic_rag", mode="local", persistence="local", remembers=False),
 ]
@@ -104,6 +109,9 @@ def _system(case: Case, emulator: dict[str, Any] | None = None) -> SystemConfig:
 
 
 async def _launch(case: Case, emulator: dict[str, Any] | None = None) -> LaunchedSystem:
+    missing = case.unavailable() if case.unavailable is not None else None
+    if missing:
+        pytest.skip(missing)
     system = _system(case, emulator)
     launched = await launch(system, create_adapter(system), answerer=FakeAnswerer())
     await launched.start()
@@ -398,7 +406,7 @@ async def test_barge_in_on_the_line_stop_time_comes_from_the_agents_audio(case, 
 
 
 #: what each emulator logs for a received keypad key (its wire's own DTMF message)
-DTMF_LOG = {"twilio_stream": lambda key: f"dtmf:{key}"}
+DTMF_LOG = {"twilio_stream": lambda key: f"dtmf:{key}", "sip": lambda key: f"dtmf:{key}"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
