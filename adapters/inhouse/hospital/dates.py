@@ -129,9 +129,9 @@ def parse_date(text: str) -> str | None:
                 day, rest = int(lead.group(1)), after_clean[lead.end():]
         if day is None:
             continue
-        year = _year(rest, years)
-        if year is not None:
-            return _valid(year, month, day)
+        found_year = _year(rest, years)
+        if found_year is not None:
+            return _valid(found_year, month, day)
     return None
 
 

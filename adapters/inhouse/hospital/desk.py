@@ -173,7 +173,7 @@ class HospitalDesk:
         if step.tool is not None:
             return QueryResponse(answer="", conversational_intent="appointment", tool_calls=[step.tool],
                                  target_language=conversation.language)
-        return QueryResponse(answer=step.text, conversational_intent=step.intent,  # type: ignore[arg-type]
+        return QueryResponse(answer=step.text, conversational_intent=step.intent,
                              target_language=conversation.language)
 
     # -- the rules ----------------------------------------------------------------------------------------------

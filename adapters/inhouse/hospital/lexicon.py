@@ -5,6 +5,7 @@ the four languages apart."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from adapters.inhouse.hospital.dates import fold
 
@@ -298,7 +299,7 @@ EMERGENCY_SERVICE = re.compile(r"(?<!\d)112(?!\d)|\bambulan|\bemergency\b|\burge
 NURSE_WORDS = ("nurse", "verpleeg", "infirmi", "infermier")
 
 
-def find(texts: str | list[str], table: dict[str, tuple[str, ...]]) -> str | None:
+def find(texts: str | list[str], table: Mapping[str, tuple[str, ...]]) -> str | None:
     """The key named in the latest of ``texts`` that names one (a later turn corrects an earlier one); within that
     turn the first one named ("the afternoon, please, I'm not a morning person", "orthopedics, not radiology")."""
     for text in reversed([texts] if isinstance(texts, str) else texts):

@@ -168,9 +168,9 @@ class TopicCaller:
         topics = classify_topics(reply)
         for first, second in PAIRS:
             if topics[0] in (first, second) and first in topics and second in topics:
-                said = [answers.for_topic(first), answers.for_topic(second)]
-                if all(said):
-                    return f"{first}+{second}", " ".join(s for s in said if s)
+                pair = [answers.for_topic(first), answers.for_topic(second)]
+                if all(pair):
+                    return f"{first}+{second}", " ".join(s for s in pair if s)
         for topic in topics:
             said = answers.for_topic(topic)
             if said:
