@@ -225,3 +225,11 @@ def test_bench_pii_scores_spans_and_names_a_bad_line(tmp_path, capsys) -> None:
         pii_recall.load(bad)
     assert exit_info.value.code == 2
     assert "bad.jsonl: line 1, field spans.0.start" in capsys.readouterr().err
+
+
+def test_a_short_known_name_part_is_a_name_only_when_capitalised() -> None:
+    from bench.protocol.pii import redact_pii
+
+    assert redact_pii("This is an appointment for An Vermeulen.", names=["An Vermeulen"]) == \
+        "This is an appointment for [NAME]."
+    assert redact_pii("/tmp/test_an_expectation/out", names=["An Vermeulen"]) == "/tmp/test_an_expectation/out"

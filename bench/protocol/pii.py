@@ -775,6 +775,10 @@ def _is_capitalised(token: _Token) -> bool:
             and not token.folded.endswith(_PLACE_ENDINGS))
 
 
+#: name parts shorter than this count only when capitalised
+SHORT_NAME_PART = 4
+
+
 def _name_extent(text: str, tokens: Sequence[_Token], index: int, known: frozenset[str]) -> int:
     """The last token of the name that starts at ``tokens[index]``: following capitalised words (or known name
     parts), with particles ("Van den", "De", "di") between them."""
@@ -810,7 +814,8 @@ def _name_spans(text: str, tokens: Sequence[_Token], known_parts: frozenset[str]
     found_parts: set[str] = set(known_parts)
     starts: set[int] = set()
     for index, token in enumerate(tokens):
-        if token.folded in known_parts:
+        # a short part of a known name ("An", "Li", "Bo") is also a common word ("an"): only capitalised it is the name
+        if token.folded in known_parts and (len(token.folded) >= SHORT_NAME_PART or token.text[:1].isupper()):
             starts.add(index)
             continue
         following = next((t for t in tokens[index + 1:index + 3] if t.folded not in _PARTICLES), None)
@@ -854,7 +859,7 @@ def _name_spans(text: str, tokens: Sequence[_Token], known_parts: frozenset[str]
     for index, token in enumerate(tokens):
         if index <= covered_to or token.folded not in all_parts:
             continue
-        if not (token.text[0].isupper() or token.folded in known_parts):
+        if not (token.text[0].isupper() or (token.folded in known_parts and len(token.folded) >= SHORT_NAME_PART)):
             continue
         end = _name_extent(text, tokens, index, all_parts)
         start = _particle_start(tokens, index, text)
