@@ -415,8 +415,11 @@ class EndpointSpec(_Model):
     idle_timeout_s: float = Field(default=15.0, gt=0)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     input_mode: Literal["auto", "audio", "text"] | None = None
-    #: how the session document (conversation id + data) reaches the agent: ``init`` (merged into
-    #: ``evaluator.init``'s request, WebSocket evaluator endpoints) and/or ``context`` (a passage with the session)
+    #: how the session document (conversation id + the run's opaque data) reaches the agent: ``init`` (merged into
+    #: ``evaluator.init``'s request, WebSocket evaluator endpoints) and/or ``context`` (a knowledge passage
+    #: ``Session data (JSON): ...``, for agents that learn their session from their prompt). Unset: ``[init]`` for
+    #: adapters that open with ``evaluator.init``, nothing otherwise — the data is never put into an agent's
+    #: knowledge unless asked (an emulated agent would read it aloud); ``[]`` sends it nowhere
     session_delivery: list[Literal["init", "context"]] | None = None
 
     @model_validator(mode="before")

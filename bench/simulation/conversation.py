@@ -74,6 +74,12 @@ def session_passage(conversation_id: str, data: dict[str, Any], *, run_id: str, 
     return SESSION_PASSAGE_PREFIX + json.dumps(document, default=str, sort_keys=True)
 
 
+def without_session_document(passages: list[str]) -> list[str]:
+    """The knowledge passages less the session document: what an answerer may ground a spoken reply in (the
+    run's opaque data is for the agent's bookkeeping, never to be read out)."""
+    return [p for p in passages if not p.startswith(SESSION_PASSAGE_PREFIX)]
+
+
 def session_document(passages: list[str]) -> dict[str, Any] | None:
     """The session document in an agent's knowledge passages (for agents the examples ship), if any."""
     for passage in passages:

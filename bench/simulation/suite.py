@@ -169,7 +169,12 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
         raise ConfigError(f"endpoint {spec.system_id!r}: {fields}") from None
     except ValueError as exc:
         raise ConfigError(f"endpoint {spec.system_id!r}: {redact(str(exc))}") from None
-    delivery = spec.session_delivery or (["init", "context"] if _opens_with_init(adapter) else ["context"])
+    # the run's opaque data goes only where the run file asks: by default in evaluator.init's request when the
+    # adapter opens with one, and never as a knowledge passage an agent might read aloud
+    if spec.session_delivery is not None:
+        delivery = spec.session_delivery
+    else:
+        delivery = ["init"] if _opens_with_init(adapter) else []
     return SystemSetup(spec=spec, config=config, answerer_target=answerer, session_delivery=list(delivery))
 
 
@@ -395,5 +400,8 @@ def load_suite(run_path: Path, *, no_audio: bool = False, check_adapters: bool =
                                         "conversation.required_capabilities", str(exc)))
     if problems:
         raise ValidationFailed(list(dict.fromkeys(problems)))
+    from bench.simulation.noise_check import noise_warnings
+
+    warnings = noise_warnings([(c.environment, c.environment_file) for c in cells], audio, systems)
     return Suite(run_path=run_path, run=run, cells=cells, systems=systems, environment_audio=audio,
-                 sha256=suite_hash(run, cells, audio))
+                 sha256=suite_hash(run, cells, audio), warnings=warnings)
