@@ -388,6 +388,9 @@ class QualityEvaluation(_Model):
     goals_critical: bool = True
 
 
+#: the agent of ``adapter: fake`` when the run file names no answerer (``bench.simulation.fixture_agent``)
+FAKE_ENDPOINT_ANSWERER = "bench.simulation.fixture_agent:FixtureAgent"
+
 #: old spellings of an endpoint's keys → the run config's (``bench.config.SystemConfig``), still read with a notice
 DEPRECATED_ENDPOINT_KEYS = {"settings": "options", "max_attempts": "retry.max_attempts"}
 
@@ -407,8 +410,10 @@ class EndpointSpec(_Model):
     options: dict[str, Any] = Field(default_factory=dict)
     #: emulator settings (latency, faults, vad, brain) when emulated
     emulator: dict[str, Any] = Field(default_factory=dict)
-    #: what the emulated agent says: a dotted path to an answerer class/factory (default: the emulator brain)
+    #: what the emulated agent says: a dotted path to an answerer class/factory (default: the emulator brain; for
+    #: ``adapter: fake`` the fixture agent ``bench.simulation.fixture_agent:FixtureAgent``, driven by YAML)
     answerer: str | None = None
+    #: keyword options of the answerer (the fixture agent's: ``replies``, ``confirm_requests``, ``fallback``, ...)
     answerer_options: dict[str, Any] = Field(default_factory=dict)
     concurrency: int = Field(default=4, ge=1, le=512)
     timeout_s: float = Field(default=120.0, gt=0)
@@ -437,6 +442,12 @@ class EndpointSpec(_Model):
                 raise ValueError("max_attempts: give retry.max_attempts only (max_attempts is its former spelling)")
             data["retry"] = {"max_attempts": data.pop("max_attempts")}
         return data
+
+    @model_validator(mode="after")
+    def _fake_speaks_as_the_fixture_agent(self) -> EndpointSpec:
+        if self.adapter == "fake" and self.answerer is None:
+            self.answerer = FAKE_ENDPOINT_ANSWERER
+        return self
 
     @property
     def system_id(self) -> str:

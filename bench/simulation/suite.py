@@ -150,12 +150,21 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
         name = f"custom:{adapter}"
         module = getattr(factory, "__module__", None)
         target = f"{module}:{getattr(factory, '__qualname__', '')}" if module else adapter
+        from bench.simulation import seed_adapter
+
+        if seed_adapter.is_seed_shaped(factory):  # seed 000's method shape: wrapped by the thin shim
+            spec = spec.model_copy(update={"options": seed_adapter.shim_options(target, spec.options)})
+            target = seed_adapter.FACTORY
         register(name, AdapterPlugin(name=name, factory=target, default_mode="local"))
         adapter, mode = name, spec.mode or "local"
     else:
         raise ConfigError(f"endpoint {spec.system_id!r}: adapter: unknown adapter {adapter!r}; known: "
                           f"{', '.join(sorted([*REGISTRY, FAKE_ADAPTER]))} or a dotted path")
-    options = dict(spec.options)
+    from bench.simulation.endpoint_settings import map_seed_settings
+
+    options, endpoint_fields = map_seed_settings(adapter, dict(spec.options), f"endpoint {spec.system_id!r}")
+    if endpoint_fields:  # seed 000's receive_timeout_seconds: the endpoint's idle timeout
+        spec = spec.model_copy(update=endpoint_fields)
     if mode == "emulated" and spec.emulator:
         options["emulator"] = dict(spec.emulator)
     if spec.answerer:

@@ -88,6 +88,7 @@ def _booking(tmp_path: Path, monkeypatch, persona_block: str, *, endpoint: str =
           adapter: {endpoint}
           answerer: hospital_system:HospitalAnswerer
           answerer_options: {{database: "${{VOICE_BENCH_HOSPITAL_DB}}"}}
+          session_delivery: [context]
           emulator: {{latency: {json.dumps(FAST)}}}
     """) + textwrap.dedent(persona_block), encoding="utf-8")
     return tmp_path / "run.yaml"
