@@ -57,11 +57,15 @@ class ConversationSpec(_Model):
 
     max_turns: int = Field(default=8, ge=1, le=200)
     required_capabilities: list[str] = Field(default_factory=list)
-    #: a response labelled with one of these intents ends the conversation (``endpoint_completion``)
+    #: a response labelled with one of these conversational intents (``ResponseDone.conversational_intent``: the
+    #: agent's routing label, e.g. from the intent tool) ends the conversation with ``endpoint_completion``;
+    #: ``[]``: only a completion tool or the agent hanging up ends it
     completion_intents: list[str] = Field(default_factory=lambda: ["farewell"])
     #: a call of one of these tools ends the conversation (``endpoint_completion``)
     completion_tools: list[str] = Field(default_factory=list)
-    #: wait this long for the agent to speak first before the caller's first line (0: the caller starts)
+    #: seconds to listen for the agent's greeting before the caller's first line (0: the caller starts at once;
+    #: a scripted caller then says its ``opening``, or its first turn). What the agent says in that time is the
+    #: greeting turn, and the script's keywords are matched against it
     greeting_wait_seconds: float = Field(default=0.0, ge=0, le=60)
 
     @field_validator("required_capabilities")
@@ -88,7 +92,12 @@ class OutcomeProbeSpec(_Model):
     """A class (or factory) by dotted path — ``module:Name`` or ``module.Name``; modules next to the run file are
     importable — built with ``settings`` and asked ``await probe(context)`` after the conversation."""
 
+    #: ``class:`` in the scenario file — the probe by dotted path (``module:Name`` or ``module.Name``, modules next
+    #: to the run or scenario file importable); built as ``Name(**settings)``, then ``await probe(context)`` with the
+    #: conversation's context (``conversation_id``, ``attempt``, ``run_id`` and the run's opaque data) returns the
+    #: persisted values that ``eval_spec.outcome_spec`` is compared with (``target`` and ``factory`` are aliases)
     target: str = Field(validation_alias=AliasChoices("class", "target", "factory"))
+    #: keyword arguments of the probe's constructor
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
