@@ -19,7 +19,7 @@ import numpy as np
 from bench.audio.pcm import CANONICAL_RATE
 
 #: how close (dB) the room may come to a speech threshold before validate warns
-MARGIN_DB = 6.0
+MARGIN_DB = 3.0
 _FRAME = CANONICAL_RATE // 50
 
 

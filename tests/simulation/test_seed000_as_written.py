@@ -27,6 +27,13 @@ def test_seed_000_fixture_as_written_passes_three_trials(tmp_path, capsys):
         transcript = (artifacts / trial / "transcript.md").read_text(encoding="utf-8")
         assert "Please record the plan and save the reminder." in transcript
         assert "planning-session-001" not in transcript  # the opaque data is never read aloud
+        raw = load_json(artifacts / trial / "raw-endpoint-events.json")  # the vendor's own frames, not normalized
+        sent = [r["frame"]["type"] if "frame" in r else "binary_audio" for r in raw if r.get("direction") == "sent"]
+        assert sent[0] == "evaluator.init" and sent[1] == "binary_audio"
+        assert sent[-2:] == ["input_audio_buffer.commit", "response.create"]
+        init = next(r["frame"] for r in raw if r.get("frame", {}).get("type") == "evaluator.init")
+        assert init["request"]["session_id"] == "planning-session-001"  # the data, delivered in evaluator.init
+        assert any(r.get("direction") == "received" for r in raw)
 
 
 def test_the_fake_agent_confirms_requested_actions():
