@@ -2,12 +2,14 @@
 
 A transport sends one JSON event (or raw bytes) and receives one raw frame. Vendor SDK connections wrap
 themselves in the same ``Transport`` protocol (e.g. ``adapters.openai_realtime.live``), so a session's code is
-the same whichever is underneath.
+the same whichever is underneath. ``WebsocketTransport`` keeps the frames it carried (``FrameLog``): the raw
+evidence a simulation bundle writes as ``raw-endpoint-events.json``.
 """
 
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
 from typing import Any, Protocol
 
@@ -68,11 +70,53 @@ def disconnect_error(exc: ConnectionClosed) -> AdapterError:
                         code=ErrorCode.DISCONNECTED)
 
 
+#: the most frames one connection keeps for the evidence bundle (later ones are counted, not kept)
+MAX_KEPT_FRAMES = 20_000
+#: longer strings inside a frame (base64 audio) are kept as their length only
+MAX_KEPT_STRING = 512
+
+
+def _clipped(value: Any) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= MAX_KEPT_STRING else f"<{len(value)} characters>"
+    if isinstance(value, dict):
+        return {k: _clipped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clipped(v) for v in value]
+    return value
+
+
+class FrameLog:
+    """The vendor's own frames on one connection, as sent and received (for ``raw-endpoint-events.json``): JSON
+    text frames parsed, long strings (base64 audio) and binary frames kept as their size. Redacted when written."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+        self.dropped = 0
+
+    def add(self, direction: str, frame: str | bytes | dict[str, Any]) -> None:
+        if len(self.rows) >= MAX_KEPT_FRAMES:
+            self.dropped += 1
+            return
+        row: dict[str, Any] = {"t": time.monotonic(), "direction": direction}
+        if isinstance(frame, bytes | bytearray | memoryview):
+            row["binary_bytes"] = len(frame)
+        elif isinstance(frame, dict):
+            row["frame"] = _clipped(frame)
+        else:
+            try:
+                row["frame"] = _clipped(json.loads(frame))
+            except ValueError:
+                row["text"] = _clipped(frame)
+        self.rows.append(row)
+
+
 class WebsocketTransport:
-    """A plain ``websockets`` client connection."""
+    """A plain ``websockets`` client connection; every frame is also kept in ``frames`` (``FrameLog``)."""
 
     def __init__(self, connection: ClientConnection):
         self.connection = connection
+        self.frames = FrameLog()
 
     @classmethod
     async def open(cls, url: str, headers: dict[str, str] | None = None,
@@ -87,9 +131,12 @@ class WebsocketTransport:
 
     async def send(self, event: dict[str, Any] | bytes) -> None:
         await self.connection.send(event if isinstance(event, bytes) else json.dumps(event))
+        self.frames.add("sent", event)
 
     async def recv(self) -> str | bytes:
-        return await self.connection.recv()
+        frame = await self.connection.recv()
+        self.frames.add("received", frame)
+        return frame
 
     async def close(self, graceful: bool = True) -> None:
         """Close handshake after a finished conversation; after a failure, drop the TCP connection at once."""

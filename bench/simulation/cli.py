@@ -58,6 +58,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if suite.environment_audio:
         print(f"  environment audio normalized to 24 kHz mono s16le: {len(suite.environment_audio)} file(s)")
     print("  no connection was opened")
+    for warning in suite.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 

@@ -59,11 +59,15 @@ class ConversationSpec(_Model):
 
     max_turns: int = Field(default=8, ge=1, le=200)
     required_capabilities: list[str] = Field(default_factory=list)
-    #: a response labelled with one of these intents ends the conversation (``endpoint_completion``)
+    #: a response labelled with one of these conversational intents (``ResponseDone.conversational_intent``: the
+    #: agent's routing label, e.g. from the intent tool) ends the conversation with ``endpoint_completion``;
+    #: ``[]``: only a completion tool or the agent hanging up ends it
     completion_intents: list[str] = Field(default_factory=lambda: ["farewell"])
     #: a call of one of these tools ends the conversation (``endpoint_completion``)
     completion_tools: list[str] = Field(default_factory=list)
-    #: wait this long for the agent to speak first before the caller's first line (0: the caller starts)
+    #: seconds to listen for the agent's greeting before the caller's first line (0: the caller starts at once;
+    #: a scripted caller then says its ``opening``, or its first turn). What the agent says in that time is the
+    #: greeting turn, and the script's keywords are matched against it
     greeting_wait_seconds: float = Field(default=0.0, ge=0, le=60)
 
     @field_validator("required_capabilities")
@@ -90,7 +94,12 @@ class OutcomeProbeSpec(_Model):
     """A class (or factory) by dotted path — ``module:Name`` or ``module.Name``; modules next to the run file are
     importable — built with ``settings`` and asked ``await probe(context)`` after the conversation."""
 
+    #: ``class:`` in the scenario file — the probe by dotted path (``module:Name`` or ``module.Name``, modules next
+    #: to the run or scenario file importable); built as ``Name(**settings)``, then ``await probe(context)`` with the
+    #: conversation's context (``conversation_id``, ``attempt``, ``run_id`` and the run's opaque data) returns the
+    #: persisted values that ``eval_spec.outcome_spec`` is compared with (``target`` and ``factory`` are aliases)
     target: str = Field(validation_alias=AliasChoices("class", "target", "factory"))
+    #: keyword arguments of the probe's constructor
     settings: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -401,6 +410,9 @@ class QualityEvaluation(_Model):
     goals_critical: bool = True
 
 
+#: the agent of ``adapter: fake`` when the run file names no answerer (``bench.simulation.fixture_agent``)
+FAKE_ENDPOINT_ANSWERER = "bench.simulation.fixture_agent:FixtureAgent"
+
 #: old spellings of an endpoint's keys → the run config's (``bench.config.SystemConfig``), still read with a notice
 DEPRECATED_ENDPOINT_KEYS = {"settings": "options", "max_attempts": "retry.max_attempts"}
 
@@ -420,16 +432,21 @@ class EndpointSpec(_Model):
     options: dict[str, Any] = Field(default_factory=dict)
     #: emulator settings (latency, faults, vad, brain) when emulated
     emulator: dict[str, Any] = Field(default_factory=dict)
-    #: what the emulated agent says: a dotted path to an answerer class/factory (default: the emulator brain)
+    #: what the emulated agent says: a dotted path to an answerer class/factory (default: the emulator brain; for
+    #: ``adapter: fake`` the fixture agent ``bench.simulation.fixture_agent:FixtureAgent``, driven by YAML)
     answerer: str | None = None
+    #: keyword options of the answerer (the fixture agent's: ``replies``, ``confirm_requests``, ``fallback``, ...)
     answerer_options: dict[str, Any] = Field(default_factory=dict)
     concurrency: int = Field(default=4, ge=1, le=512)
     timeout_s: float = Field(default=120.0, gt=0)
     idle_timeout_s: float = Field(default=15.0, gt=0)
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     input_mode: Literal["auto", "audio", "text"] | None = None
-    #: how the session document (conversation id + data) reaches the agent: ``init`` (merged into
-    #: ``evaluator.init``'s request, WebSocket evaluator endpoints) and/or ``context`` (a passage with the session)
+    #: how the session document (conversation id + the run's opaque data) reaches the agent: ``init`` (merged into
+    #: ``evaluator.init``'s request, WebSocket evaluator endpoints) and/or ``context`` (a knowledge passage
+    #: ``Session data (JSON): ...``, for agents that learn their session from their prompt). Unset: ``[init]`` for
+    #: adapters that open with ``evaluator.init``, nothing otherwise — the data is never put into an agent's
+    #: knowledge unless asked (an emulated agent would read it aloud); ``[]`` sends it nowhere
     session_delivery: list[Literal["init", "context"]] | None = None
 
     @model_validator(mode="before")
@@ -447,6 +464,12 @@ class EndpointSpec(_Model):
                 raise ValueError("max_attempts: give retry.max_attempts only (max_attempts is its former spelling)")
             data["retry"] = {"max_attempts": data.pop("max_attempts")}
         return data
+
+    @model_validator(mode="after")
+    def _fake_speaks_as_the_fixture_agent(self) -> EndpointSpec:
+        if self.adapter == "fake" and self.answerer is None:
+            self.answerer = FAKE_ENDPOINT_ANSWERER
+        return self
 
     @property
     def system_id(self) -> str:

@@ -60,7 +60,7 @@ from bench.protocol import (
     TextDelta,
     Transcript,
 )
-from bench.protocol.redact import redact
+from bench.protocol.redact import redact, redact_value
 from bench.simulation.config import Environment, Persona, Scenario, Script
 from bench.simulation.mixer import EnvironmentMixer, MixReport, whole_frames
 from bench.simulation.personas import Caller, CallerLine, Message
@@ -77,6 +77,12 @@ def session_passage(conversation_id: str, data: dict[str, Any], *, run_id: str, 
     return SESSION_PASSAGE_PREFIX + json.dumps(document, default=str, sort_keys=True)
 
 
+def without_session_document(passages: list[str]) -> list[str]:
+    """The knowledge passages less the session document: what an answerer may ground a spoken reply in (the
+    run's opaque data is for the agent's bookkeeping, never to be read out)."""
+    return [p for p in passages if not p.startswith(SESSION_PASSAGE_PREFIX)]
+
+
 def session_document(passages: list[str]) -> dict[str, Any] | None:
     """The session document in an agent's knowledge passages (for agents the examples ship), if any."""
     for passage in passages:
@@ -86,6 +92,23 @@ def session_document(passages: list[str]) -> dict[str, Any] | None:
                 if isinstance(value, dict):
                     return value
     return None
+
+
+def raw_frames(session: Any, origin: float) -> list[dict[str, Any]] | None:
+    """The vendor's frames the session's WebSocket transport kept (``adapters._kit.ws.FrameLog``), redacted, with
+    ``t_ms`` since the conversation's start; None when the session has no such transport (an SDK connection)."""
+    transport = getattr(session, "transport", None) or getattr(session, "_transport", None)
+    log = getattr(transport, "frames", None)
+    rows = getattr(log, "rows", None)
+    if not isinstance(rows, list):
+        return None
+    out = []
+    for row in rows:
+        item = {k: v for k, v in row.items() if k != "t"}
+        out.append({"t_ms": round((row["t"] - origin) * 1000.0, 3), **redact_value(item)})
+    if getattr(log, "dropped", 0):
+        out.append({"dropped_frames": log.dropped})
+    return out
 
 
 class ConversationRecorder(ShiftingRecorder):
@@ -182,6 +205,8 @@ class AttemptResult:
     non_fatal_errors: list[str] = field(default_factory=list)
     #: the agent's client tool calls the engine answered from the scenario's tool backend
     tool_outcomes: list[ToolOutcome] = field(default_factory=list)
+    #: the vendor's own frames on the session's connection (``raw_frames``; None: the adapter keeps none)
+    raw_frames: list[dict[str, Any]] | None = None
 
 
 class PersonaFailure(Exception):
@@ -302,6 +327,7 @@ class TrialDriver:
                 await self._linger(tap, wait)
         finally:
             await driver.hang_up()  # session-scoped events it still sends land in tap.stamped
+            frames = raw_frames(session, origin)
             await self.launched.release(spec)
             closer = getattr(caller, "aclose", None)
             if callable(closer):  # a realtime persona's own model session
@@ -316,7 +342,8 @@ class TrialDriver:
             raise_fatal(item.event)
         return AttemptResult(spec=spec, turns=turns, exit_reason=exit_reason, stamps=list(tap.stamped),
                              origin=origin, origin_utc=origin_utc, finished=now(), recorder=recorder, log=log,
-                             notes=notes, non_fatal_errors=errors, tool_outcomes=list(driver.tool_outcomes))
+                             notes=notes, non_fatal_errors=errors, tool_outcomes=list(driver.tool_outcomes),
+                             raw_frames=frames)
 
     # -- helpers ------------------------------------------------------------------------------------------------
     def _ceiling(self, deadline: float | None) -> float:

@@ -1,6 +1,7 @@
 """The simulated caller: what it says next, given what the agent said.
 
-* ``ScriptedPersona`` (deterministic) — the script's ``opening`` first (if any); then the first unused turn one of
+* ``ScriptedPersona`` (deterministic) — the script's ``opening`` first (if any; without one, and with nothing heard
+  from the agent yet, the script's first turn opens the call); then the first unused turn one of
   whose keywords (or, without keywords, its trigger) occurs in the agent's last reply, case-insensitively and on
   word boundaries; the script's ``repeat_prompt`` when none matches; done (``script_exhaustion``) when every
   ordinary turn is used or a ``final`` turn has been said. A turn with ``interrupt_at_ms`` is the barge-in of the
@@ -102,13 +103,22 @@ class ScriptedPersona:
         return [i for i, turn in enumerate(self.script.turns) if turn.interrupt_at_ms is None]
 
     async def next_line(self, agent_said: str, history: list[Message]) -> CallerLine | None:
-        if not self.opened:
+        first = not self.opened
+        if first:
             self.opened = True
             if self.script.opening:
                 return CallerLine(text=self.script.opening, source="opening")
         unused = [i for i in self._ordinary() if i not in self.used]
         if not unused or any(self.script.turns[i].final for i in self.used):
             return None
+        if first and not agent_said.strip():
+            # the agent said nothing yet: there is nothing to match or to ask it to repeat, so the caller opens with
+            # the script's first line (seed 000's fixture: evaluator.init, then the caller's audio)
+            index = unused[0]
+            self.used.add(index)
+            turn = self.script.turns[index]
+            return CallerLine(text=turn.response, source="script", script_index=index, trigger=turn.trigger,
+                              final=turn.final)
         for index in unused:
             turn = self.script.turns[index]
             phrases = turn.keywords or ([turn.trigger] if turn.trigger else [])

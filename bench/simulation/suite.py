@@ -166,12 +166,21 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
         name = f"custom:{adapter}"
         module = getattr(factory, "__module__", None)
         target = f"{module}:{getattr(factory, '__qualname__', '')}" if module else adapter
+        from bench.simulation import seed_adapter
+
+        if seed_adapter.is_seed_shaped(factory):  # seed 000's method shape: wrapped by the thin shim
+            spec = spec.model_copy(update={"options": seed_adapter.shim_options(target, spec.options)})
+            target = seed_adapter.FACTORY
         register(name, AdapterPlugin(name=name, factory=target, default_mode="local"))
         adapter, mode = name, spec.mode or "local"
     else:
         raise ConfigError(f"endpoint {spec.system_id!r}: adapter: unknown adapter {adapter!r}; known: "
                           f"{', '.join(sorted([*REGISTRY, FAKE_ADAPTER]))} or a dotted path")
-    options = dict(spec.options)
+    from bench.simulation.endpoint_settings import map_seed_settings
+
+    options, endpoint_fields = map_seed_settings(adapter, dict(spec.options), f"endpoint {spec.system_id!r}")
+    if endpoint_fields:  # seed 000's receive_timeout_seconds: the endpoint's idle timeout
+        spec = spec.model_copy(update=endpoint_fields)
     if mode == "emulated" and spec.emulator:
         options["emulator"] = dict(spec.emulator)
     if spec.answerer:
@@ -185,7 +194,12 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
         raise ConfigError(f"endpoint {spec.system_id!r}: {fields}") from None
     except ValueError as exc:
         raise ConfigError(f"endpoint {spec.system_id!r}: {redact(str(exc))}") from None
-    delivery = spec.session_delivery or (["init", "context"] if _opens_with_init(adapter) else ["context"])
+    # the run's opaque data goes only where the run file asks: by default in evaluator.init's request when the
+    # adapter opens with one, and never as a knowledge passage an agent might read aloud
+    if spec.session_delivery is not None:
+        delivery = spec.session_delivery
+    else:
+        delivery = ["init"] if _opens_with_init(adapter) else []
     return SystemSetup(spec=spec, config=config, answerer_target=answerer, session_delivery=list(delivery))
 
 
@@ -421,5 +435,8 @@ def load_suite(run_path: Path, *, no_audio: bool = False, check_adapters: bool =
                                         "conversation.required_capabilities", str(exc)))
     if problems:
         raise ValidationFailed(list(dict.fromkeys(problems)))
+    from bench.simulation.noise_check import noise_warnings
+
+    warnings = noise_warnings([(c.environment, c.environment_file) for c in cells], audio, systems)
     return Suite(run_path=run_path, run=run, cells=cells, systems=systems, environment_audio=audio,
-                 sha256=suite_hash(run, cells, audio))
+                 sha256=suite_hash(run, cells, audio), warnings=warnings)

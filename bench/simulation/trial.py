@@ -458,7 +458,9 @@ class TrialRunner:
             out.append(("transcript.md", text_bytes(files.transcript_markdown(
                 f"{cell.scenario.id} — {unit.system_id} — trial {unit.trial + 1}", entries))))
             out.append(("tool-calls.json", json_bytes(files.tool_calls(attempt.turns))))
-            out.append(("raw-endpoint-events.json", json_bytes(event_rows(attempt.stamps, attempt.origin))))
+            # the vendor's own frames when the adapter's transport kept them; else the normalized events
+            raw = attempt.raw_frames if attempt.raw_frames is not None else event_rows(attempt.stamps, attempt.origin)
+            out.append(("raw-endpoint-events.json", json_bytes(raw)))
             out.append(("voice-events.jsonl", text_bytes(attempt.log.jsonl())))
             out.append(("voice-metrics.json", json_bytes(outcome.metrics)))
             audio_bytes: dict[str, int] = {}

@@ -88,6 +88,7 @@ def _booking(tmp_path: Path, monkeypatch, persona_block: str, *, endpoint: str =
           adapter: {endpoint}
           answerer: hospital_system:HospitalAnswerer
           answerer_options: {{database: "${{VOICE_BENCH_HOSPITAL_DB}}"}}
+          session_delivery: [context]
           emulator: {{latency: {json.dumps(FAST)}}}
     """) + textwrap.dedent(persona_block), encoding="utf-8")
     return tmp_path / "run.yaml"
@@ -148,8 +149,9 @@ def test_a_realtime_caller_books_an_appointment_over_three_turns(tmp_path, monke
         # the driver pads speech to whole 20 ms pump frames (the open line carries on from there)
         assert audio["pcm"]["byte_count"] == len(whole_frames(spoken))
     # the system under test heard the persona's audio as binary frames, committed and answered each turn
-    raw = load_json(bundle / "raw-endpoint-events.json")
-    assert sum(1 for r in raw if r["type"] == "response_done") >= 3
+    raw = load_json(bundle / "raw-endpoint-events.json")  # the endpoint's own frames
+    assert sum(1 for r in raw if r.get("frame", {}).get("type") == "response.done") >= 3
+    assert any("binary_bytes" in r for r in raw if r["direction"] == "sent")
 
 
 def test_a_realtime_caller_against_an_emulated_vendor_with_server_vad(tmp_path, monkeypatch, realtime_wiring):

@@ -57,7 +57,7 @@ def _priced(planning: Path) -> None:
     """The planning scenario against the emulated OpenAI Realtime endpoint (which has a price table)."""
     edit_yaml(planning, lambda d: d.update(endpoint={
         "adapter": "openai_realtime", "answerer": "planner_agent:PlanningAgent",
-        "answerer_options": {"database": "${VOICE_BENCH_PLANNER_DB:-}"},
+        "answerer_options": {"database": "${VOICE_BENCH_PLANNER_DB:-}"}, "session_delivery": ["context"],
         "emulator": {"latency": {"first_token_median_ms": 20, "first_token_sigma": 0, "audio_pacing": 0}}}))
 
 

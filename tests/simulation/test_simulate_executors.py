@@ -79,7 +79,8 @@ def ray_cluster():
 def _matrix(planning: Path) -> None:
     """Two systems: the fake evaluator WebSocket (audio turns, WAVs; the session document in ``evaluator.init``)
     and the emulated OpenAI Realtime endpoint (text turns, priced); a canary credential in the settings."""
-    agent = {"answerer": "planner_agent:PlanningAgent", "answerer_options": {"database": "${VOICE_BENCH_PLANNER_DB:-}"}}
+    agent = {"answerer": "planner_agent:PlanningAgent", "answerer_options": {"database": "${VOICE_BENCH_PLANNER_DB:-}"},
+             "session_delivery": ["context"]}
 
     def change(data: dict) -> None:
         fake = data.pop("endpoint")

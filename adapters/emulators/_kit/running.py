@@ -57,6 +57,13 @@ class VadSettings(BaseModel):
     min_speech_ms: float = Field(default=60.0, ge=0)
     #: whether noise-like frames (high spectral flatness: a cough, a door) count as speech
     noise_is_speech: bool = True
+    #: track the room's noise floor: a frame is speech only when it is also ``noise_margin_db`` above the floor
+    #: (steady background noise louder than ``threshold_dbfs`` then still lets a segment end)
+    adaptive_noise_floor: bool = True
+    #: how far above the tracked noise floor (dB) a frame must be to count as speech
+    noise_margin_db: float = Field(default=10.0, ge=0, le=60)
+    #: how fast the tracked floor may rise (dB per second; it falls at once to a quieter frame)
+    noise_floor_rise_db_per_s: float = Field(default=3.0, gt=0, le=60)
 
 
 class EmulatorSettings(BaseModel):

@@ -1,10 +1,12 @@
 """Server-side VAD of an emulator: decides from incoming caller audio when a speech segment starts and ends.
 
 Vendors with server VAD answer a fixed time after they hear the caller stop; the emulator does the same over
-the harness's paced frames. Frames are judged 20 ms at a time by RMS level (the harness sends clean synthesized
-speech and digital silence, so a level threshold is what a telephony VAD sees); a segment ends after
-``endpointing_silence_ms`` of silence and must hold ``min_speech_ms`` of speech to count. With
-``noise_is_speech`` off (a noise-robust VAD, the turn-taking profile's ``noise_interrupts``) a loud frame whose
+the harness's paced frames. Frames are judged 20 ms at a time by RMS level against two bars: the absolute
+``threshold_dbfs`` and, with ``adaptive_noise_floor``, ``noise_margin_db`` above the tracked noise floor. The floor
+falls at once to a quieter frame and rises at most ``noise_floor_rise_db_per_s`` (a minimum-statistics tracker), so
+steady room noise louder than the absolute threshold is learned as background instead of holding the segment open
+forever. A segment ends after ``endpointing_silence_ms`` of non-speech and must hold ``min_speech_ms`` of speech.
+With ``noise_is_speech`` off (a noise-robust VAD, the turn-taking profile's ``noise_interrupts``) a loud frame whose
 spectrum is flat over the voice band (300–3,400 Hz; spectral flatness above ``NOISE_FLATNESS``: a cough, a door,
 traffic) counts as silence: voiced speech has harmonics and a far lower flatness.
 """
@@ -45,6 +47,26 @@ class ServerVad:
         self.state = VadState()
         self._pending = b""
         self._threshold = 32768.0 * math.pow(10.0, settings.threshold_dbfs / 20.0)
+        self._margin = math.pow(10.0, settings.noise_margin_db / 20.0)
+        self._rise = math.pow(10.0, settings.noise_floor_rise_db_per_s * self.FRAME_MS / 1000.0 / 20.0)
+        #: the tracked noise floor (RMS); starts at the absolute threshold so a loud first frame is not the floor
+        self.noise_floor: float | None = None
+
+    def speech_threshold(self) -> float:
+        """The RMS a frame needs now to count as speech."""
+        if not self.settings.adaptive_noise_floor or self.noise_floor is None:
+            return self._threshold
+        return max(self._threshold, self.noise_floor * self._margin)
+
+    def _track_floor(self, rms: float) -> None:
+        if not self.settings.adaptive_noise_floor:
+            return
+        if self.noise_floor is None:
+            self.noise_floor = min(rms, self._threshold)
+        elif rms <= self.noise_floor:
+            self.noise_floor = rms
+        else:
+            self.noise_floor = min(rms, max(self.noise_floor, 1.0) * self._rise)
 
     def push(self, pcm: bytes) -> list[VadEvent]:
         data = self._pending + pcm
@@ -73,7 +95,9 @@ class ServerVad:
     def _frame(self, rms: float) -> list[VadEvent]:
         state = self.state
         state.position_ms += self.FRAME_MS
-        if rms >= self._threshold:
+        threshold = self.speech_threshold()
+        self._track_floor(rms)
+        if rms >= threshold:
             state.speech_ms += self.FRAME_MS
             state.silence_ms = 0.0
             state.last_speech_end_ms = state.position_ms

@@ -264,7 +264,9 @@ class HospitalAnswerer:
         reply = self.desk.reply(request.utterance, history, document.get("conversation_id"), document.get("attempt"))
         if reply is not None:
             return BrainAnswer(text=reply.text, conversational_intent=reply.intent, target_language=request.language)
-        return self.brain.answer(request)
+        from bench.simulation.conversation import without_session_document
+
+        return self.brain.answer(request.model_copy(update={"context": without_session_document(request.context)}))
 
 
 class HospitalStack:
