@@ -107,7 +107,7 @@ def raw_frames(session: Any, origin: float) -> list[dict[str, Any]] | None:
         item = {k: v for k, v in row.items() if k != "t"}
         out.append({"t_ms": round((row["t"] - origin) * 1000.0, 3), **redact_value(item)})
     if getattr(log, "dropped", 0):
-        out.append({"dropped_frames": log.dropped})
+        out.append({"dropped_frames": getattr(log, "dropped", 0)})
     return out
 
 
