@@ -64,9 +64,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_coverage(args: argparse.Namespace) -> int:
+    from bench.paths import resolve_input
     from bench.simulation.hospital import library
 
-    directory = Path(args.directory) if args.directory else library.LIBRARY_DIR
+    directory = resolve_input(args.directory) if args.directory else library.LIBRARY_DIR
+    if not library.is_library_path(directory):
+        raise ConfigError(f"simulate coverage: {args.directory} is not a scenario library (a directory of YAML files "
+                          "whose entries have a family, or one such file)")
     entries = [entry for entry, _ in library.load_all(directory)]
     languages = library.LANGUAGES
     print(f"{directory}: {len(entries)} scenarios")

@@ -278,7 +278,8 @@ def load_library(path: Path) -> list[LibraryScenario]:
 
 
 def library_files(directory: Path = LIBRARY_DIR) -> list[Path]:
-    return sorted(directory.glob("*.yaml"))
+    """The library files of a directory (or the one file given)."""
+    return [directory] if directory.is_file() else sorted(directory.glob("*.yaml"))
 
 
 def load_all(directory: Path = LIBRARY_DIR) -> list[tuple[LibraryScenario, Path]]:
