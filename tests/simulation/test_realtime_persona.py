@@ -36,6 +36,8 @@ SCRIPT = textwrap.dedent("""
 """)
 LINES = ["Hello, I would like to book an appointment at the cardiology department.", "The patient is Maria Jansen.",
          "Tuesday morning, please."]
+#: what the exported bundle holds: the same lines, the patient's name redacted (``bench.privacy``)
+EXPORTED_LINES = [line.replace("Maria Jansen", "[NAME]") for line in LINES]
 
 
 @pytest.fixture
@@ -119,14 +121,14 @@ def test_a_realtime_caller_books_an_appointment_over_three_turns(tmp_path, monke
     bundle = out / "trial-001"
     trial = load_json(bundle / "trial-report.json")
     assert trial["exit_reason"] == "persona_completion" and trial["passed"]
-    assert trial["outcome"]["appointment_booked"] and trial["outcome"]["patient"] == "Maria Jansen"
+    assert trial["outcome"]["appointment_booked"] and trial["outcome"]["patient"] == "[NAME]"
 
     # the bundle transcript holds the persona's lines, from the realtime persona
     transcript = load_json(bundle / "transcript.json")
     callers = [e for e in transcript if e["role"] == "user"]
-    assert [e["content"] for e in callers] == LINES
+    assert [e["content"] for e in callers] == EXPORTED_LINES
     assert all(e["source"] == "realtime" for e in callers)
-    assert "The patient is Maria Jansen." in (bundle / "transcript.md").read_text()
+    assert "The patient is [NAME]." in (bundle / "transcript.md").read_text()
 
     events = _persona_events(bundle)
     lines = [e for e in events if e["event_type"] == "persona.line"]
@@ -141,10 +143,10 @@ def test_a_realtime_caller_books_an_appointment_over_three_turns(tmp_path, monke
         assert appends and protocol == appends + ["input_audio_buffer.commit", "response.create"]
     # the caller's audio is the persona model's speech (not the harness's tone TTS): the emulated model speaks a
     # tone as long as the words, and exactly those bytes went to the system under test
-    for line, audio in zip(lines, sent, strict=True):
+    for line, audio, said in zip(lines, sent, LINES, strict=True):  # the exported text is redacted: the said line
         attributes = line["attributes"]
-        assert attributes["audio_sha256"] == _tone_sha(attributes["text"])
-        spoken = tone_pcm16(speech_duration_ms(attributes["text"]))
+        assert attributes["audio_sha256"] == _tone_sha(said)
+        spoken = tone_pcm16(speech_duration_ms(said))
         assert attributes["audio_bytes"] == len(spoken)
         # the driver pads speech to whole 20 ms pump frames (the open line carries on from there)
         assert audio["pcm"]["byte_count"] == len(whole_frames(spoken))
@@ -168,9 +170,9 @@ def test_a_realtime_caller_against_an_emulated_vendor_with_server_vad(tmp_path, 
     trial = load_json(bundle / "trial-report.json")
     assert trial["input_mode"] == "audio" and trial["exit_reason"] == "persona_completion"
     assert trial["outcome"]["appointment_booked"]
-    assert [e["content"] for e in load_json(bundle / "transcript.json") if e["role"] == "user"] == LINES
+    assert [e["content"] for e in load_json(bundle / "transcript.json") if e["role"] == "user"] == EXPORTED_LINES
     lines = [e for e in _persona_events(bundle) if e["event_type"] == "persona.line"]
-    assert all(e["attributes"]["audio_sha256"] == _tone_sha(e["attributes"]["text"]) for e in lines)
+    assert all(e["attributes"]["audio_sha256"] == _tone_sha(said) for e, said in zip(lines, LINES, strict=True))
 
 
 def test_a_realtime_caller_reads_a_text_only_agent(tmp_path, monkeypatch, realtime_wiring):
@@ -199,7 +201,7 @@ def test_a_realtime_caller_reads_a_text_only_agent(tmp_path, monkeypatch, realti
     bundle = out / "trial-001"
     trial = load_json(bundle / "trial-report.json")
     assert trial["input_mode"] == "text" and trial["outcome"]["appointment_booked"]
-    assert [e["content"] for e in load_json(bundle / "transcript.json") if e["role"] == "user"] == LINES
+    assert [e["content"] for e in load_json(bundle / "transcript.json") if e["role"] == "user"] == EXPORTED_LINES
     protocols = [e["attributes"]["protocol"] for e in _persona_events(bundle) if e["event_type"] == "persona.line"]
     assert protocols == [["response.create"]] + [["conversation.item.create", "response.create"]] * 2
 
@@ -269,9 +271,9 @@ async def test_a_live_persona_endpoint_gets_the_key_and_the_canary_stays_out_of_
     bundle = out / "trial-001"
     transcript = load_json(bundle / "transcript.json")
     said = [e["content"] for e in transcript if e["role"] == "user"]
-    assert said == LINES  # the rewrite replaced the ungrounded line
+    assert said == EXPORTED_LINES  # the rewrite replaced the ungrounded line
     line = next(json.loads(x) for x in (bundle / "voice-events.jsonl").read_text().splitlines()
-                if '"persona.line"' in x and "Maria Jansen" in x)
+                if '"persona.line"' in x and "[NAME]" in x)
     assert line["attributes"]["model_calls"] == 2 and "ungrounded" not in line["attributes"]
     # the key reached the endpoint (the emulator accepts any bearer) and no written file holds it
     for path in out.rglob("*"):

@@ -51,4 +51,5 @@ def test_section_text_is_escaped(planning, tmp_path):
     section = simulation_section([artifacts / "simulation.sqlite"])
     assert section is not None and "<script>" not in section.html
     assert "o%3Cscript%3Ex%3C/script%3Eut" in section.html or "&lt;script&gt;" in section.html
-    assert section.html.count("<tr>") == 2  # the header and one row
+    # the header and one row, in the per-system table and in the per-family table
+    assert section.html.count("<table") == 2 and section.html.count("<tr>") == 4

@@ -28,6 +28,7 @@ async def test_synthesized_caller_books_through_the_hospital_system(tmp_path, mo
           adapter: openai_realtime
           answerer: hospital_system:HospitalAnswerer
           answerer_options: {{database: "${{VOICE_BENCH_HOSPITAL_DB}}"}}
+          session_delivery: [context]  # the desk files bookings under the conversation id it reads there
           emulator: {{latency: {{first_token_median_ms: 20, first_token_sigma: 0, audio_pacing: 0}}}}
     """), encoding="utf-8")
     (tmp_path / "hospital_system.py").write_text((hospital / "hospital_system.py").read_text(), encoding="utf-8")
