@@ -189,11 +189,18 @@ async def test_conversations_are_committed_as_they_finish(golden, tmp_path):
 
     class Peeking(ScriptedSystem):
         async def open_session(self, spec):
-            await asyncio.sleep(0.3)  # the writer thread commits the previous conversation meanwhile
-            reader = Store(path)
-            runs = reader.list_runs()
-            seen.append(reader.count_turns(runs[0].run_id) if runs else 0)
-            reader.close()
+            # the writer (its own process) commits the previous conversation meanwhile: wait for it, generously (a
+            # loaded machine), but not for ever — a writer that only commits at the end leaves the count behind
+            deadline = asyncio.get_running_loop().time() + 30.0
+            while True:
+                reader = Store(path)
+                runs = reader.list_runs()
+                count = reader.count_turns(runs[0].run_id) if runs else 0
+                reader.close()
+                if count >= len(seen) or asyncio.get_running_loop().time() > deadline:
+                    break
+                await asyncio.sleep(0.05)
+            seen.append(count)
             return await super().open_session(spec)
 
     await run_benchmark(_config(concurrency=1), golden.model_copy(update={"entries": golden.entries[:4]}), store,
