@@ -410,8 +410,8 @@ class QualityEvaluation(_Model):
     goals_critical: bool = True
 
 
-#: the agent of ``adapter: fake`` when the run file names no answerer (``bench.simulation.fixture_agent``)
-FAKE_ENDPOINT_ANSWERER = "bench.simulation.fixture_agent:FixtureAgent"
+#: the agent of ``adapter: fake`` when the run file names no answerer (``adapters.emulators.fixture_agent``)
+FAKE_ENDPOINT_ANSWERER = "adapters.emulators.fixture_agent:FixtureAgent"
 
 #: old spellings of an endpoint's keys → the run config's (``bench.config.SystemConfig``), still read with a notice
 DEPRECATED_ENDPOINT_KEYS = {"settings": "options", "max_attempts": "retry.max_attempts"}
@@ -433,7 +433,7 @@ class EndpointSpec(_Model):
     #: emulator settings (latency, faults, vad, brain) when emulated
     emulator: dict[str, Any] = Field(default_factory=dict)
     #: what the emulated agent says: a dotted path to an answerer class/factory (default: the emulator brain; for
-    #: ``adapter: fake`` the fixture agent ``bench.simulation.fixture_agent:FixtureAgent``, driven by YAML)
+    #: ``adapter: fake`` the fixture agent ``adapters.emulators.fixture_agent:FixtureAgent``, driven by YAML)
     answerer: str | None = None
     #: keyword options of the answerer (the fixture agent's: ``replies``, ``confirm_requests``, ``fallback``, ...)
     answerer_options: dict[str, Any] = Field(default_factory=dict)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -61,37 +60,23 @@ from bench.protocol import (
     Transcript,
 )
 from bench.protocol.redact import redact, redact_value
+from bench.protocol.session_passage import (  # noqa: E402  (re-exported for the simulation's callers)
+    SESSION_PASSAGE_PREFIX as SESSION_PASSAGE_PREFIX,
+)
+from bench.protocol.session_passage import (
+    session_document as session_document,
+)
+from bench.protocol.session_passage import (
+    session_passage as session_passage,
+)
+from bench.protocol.session_passage import (
+    without_session_document as without_session_document,
+)
 from bench.simulation.config import Environment, Persona, Scenario, Script
 from bench.simulation.mixer import EnvironmentMixer, MixReport, whole_frames
 from bench.simulation.personas import Caller, CallerLine, Message
 from bench.simulation.speech import LEAD_IN_MS, SpeechProvider, Voice
 from bench.simulation.voice_events import VoiceEventLog, pcm_meta
-
-#: a session passage starts with this, followed by the session document as JSON
-SESSION_PASSAGE_PREFIX = "Session data (JSON): "
-
-
-def session_passage(conversation_id: str, data: dict[str, Any], *, run_id: str, attempt: int) -> str:
-    """The session document as a knowledge passage: how an agent without ``evaluator.init`` learns its session."""
-    document = {"conversation_id": conversation_id, "run_id": run_id, "attempt": attempt, "data": data}
-    return SESSION_PASSAGE_PREFIX + json.dumps(document, default=str, sort_keys=True)
-
-
-def without_session_document(passages: list[str]) -> list[str]:
-    """The knowledge passages less the session document: what an answerer may ground a spoken reply in (the
-    run's opaque data is for the agent's bookkeeping, never to be read out)."""
-    return [p for p in passages if not p.startswith(SESSION_PASSAGE_PREFIX)]
-
-
-def session_document(passages: list[str]) -> dict[str, Any] | None:
-    """The session document in an agent's knowledge passages (for agents the examples ship), if any."""
-    for passage in passages:
-        if passage.startswith(SESSION_PASSAGE_PREFIX):
-            with contextlib.suppress(ValueError):
-                value = json.loads(passage[len(SESSION_PASSAGE_PREFIX):])
-                if isinstance(value, dict):
-                    return value
-    return None
 
 
 def raw_frames(session: Any, origin: float) -> list[dict[str, Any]] | None:

@@ -176,7 +176,7 @@ def system_config(spec: EndpointSpec, directories: list[Path]) -> SystemSetup:
     else:
         raise ConfigError(f"endpoint {spec.system_id!r}: adapter: unknown adapter {adapter!r}; known: "
                           f"{', '.join(sorted([*REGISTRY, FAKE_ADAPTER]))} or a dotted path")
-    from bench.simulation.endpoint_settings import map_seed_settings
+    from bench.engine.endpoint_settings import map_seed_settings
 
     options, endpoint_fields = map_seed_settings(adapter, dict(spec.options), f"endpoint {spec.system_id!r}")
     if endpoint_fields:  # seed 000's receive_timeout_seconds: the endpoint's idle timeout
@@ -435,7 +435,7 @@ def load_suite(run_path: Path, *, no_audio: bool = False, check_adapters: bool =
                                         "conversation.required_capabilities", str(exc)))
     if problems:
         raise ValidationFailed(list(dict.fromkeys(problems)))
-    from bench.simulation.noise_check import noise_warnings
+    from bench.engine.noise_check import noise_warnings
 
     warnings = noise_warnings([(c.environment, c.environment_file) for c in cells], audio, systems)
     return Suite(run_path=run_path, run=run, cells=cells, systems=systems, environment_audio=audio,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import shutil
 
-from bench.simulation.fixture_agent import FixtureAgent, requested_actions
+from adapters.emulators.fixture_agent import FixtureAgent, requested_actions
 from tests.simulation.conftest import EXAMPLES, load_json, run_cli
 
 

@@ -29,7 +29,8 @@ def _frame_power(pcm: bytes, gain: float) -> np.ndarray:
     if usable == 0:
         return np.zeros(1)
     frames = samples[:usable].reshape(-1, _FRAME)
-    return np.mean(frames * frames, axis=1)
+    power: np.ndarray = np.mean(frames * frames, axis=1)
+    return power
 
 
 def continuous_level_dbfs(environment: Any, audio: dict[str, bytes]) -> float | None:

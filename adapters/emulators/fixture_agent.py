@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from adapters.emulators._kit.answerer import BrainAnswer, BrainProfile, BrainRequest
 
 #: the target ``endpoint.adapter: fake`` gets when the run file names no ``answerer``
-DEFAULT_FAKE_ANSWERER = "bench.simulation.fixture_agent:FixtureAgent"
+DEFAULT_FAKE_ANSWERER = "adapters.emulators.fixture_agent:FixtureAgent"
 
 _IRREGULAR = {"send": "sent", "set": "set", "put": "put", "make": "made", "take": "taken", "write": "written",
               "keep": "kept", "hold": "held", "leave": "left", "find": "found", "give": "given", "get": "got"}
@@ -114,7 +114,7 @@ class FixtureAgent:
         self._brain: Any = None
 
     def _knowledge_answer(self, request: BrainRequest) -> BrainAnswer | None:
-        from bench.simulation.conversation import without_session_document
+        from bench.protocol.session_passage import without_session_document
 
         passages = without_session_document(request.context)
         if not passages:
